@@ -1,0 +1,177 @@
+//! Binary encodings of the records kept in LMDB. Serialization lives here, not on the types.
+//!
+//! Layout: little-endian integers; strings as u32 length + UTF-8 bytes; options as a 0/1 tag.
+
+use std::borrow::Cow;
+
+use heed::{BoxedError, BytesDecode, BytesEncode};
+
+use crate::store::{ChunkRecord, FileRecord};
+
+struct Writer(Vec<u8>);
+
+impl Writer {
+    fn u32(&mut self, v: u32) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn u64(&mut self, v: u64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn str(&mut self, s: &str) {
+        self.u32(s.len() as u32);
+        self.0.extend_from_slice(s.as_bytes());
+    }
+    fn opt_str(&mut self, s: Option<&str>) {
+        match s {
+            Some(s) => {
+                self.0.push(1);
+                self.str(s);
+            }
+            None => self.0.push(0),
+        }
+    }
+}
+
+struct Reader<'a>(&'a [u8]);
+
+#[derive(Debug, thiserror::Error)]
+#[error("truncated or corrupt record")]
+struct Corrupt;
+
+impl Reader<'_> {
+    fn take(&mut self, n: usize) -> Result<&[u8], Corrupt> {
+        if self.0.len() < n {
+            return Err(Corrupt);
+        }
+        let (head, tail) = self.0.split_at(n);
+        self.0 = tail;
+        Ok(head)
+    }
+    fn u8(&mut self) -> Result<u8, Corrupt> {
+        Ok(self.take(1)?[0])
+    }
+    fn u32(&mut self) -> Result<u32, Corrupt> {
+        Ok(u32::from_le_bytes(
+            self.take(4)?.try_into().map_err(|_| Corrupt)?,
+        ))
+    }
+    fn u64(&mut self) -> Result<u64, Corrupt> {
+        Ok(u64::from_le_bytes(
+            self.take(8)?.try_into().map_err(|_| Corrupt)?,
+        ))
+    }
+    fn string(&mut self) -> Result<String, Corrupt> {
+        let n = self.u32()? as usize;
+        String::from_utf8(self.take(n)?.to_vec()).map_err(|_| Corrupt)
+    }
+    fn opt_string(&mut self) -> Result<Option<String>, Corrupt> {
+        match self.u8()? {
+            0 => Ok(None),
+            1 => Ok(Some(self.string()?)),
+            _ => Err(Corrupt),
+        }
+    }
+}
+
+/// heed codec for [`FileRecord`].
+pub enum FileCodec {}
+
+impl<'a> BytesEncode<'a> for FileCodec {
+    type EItem = FileRecord;
+    fn bytes_encode(item: &'a FileRecord) -> Result<Cow<'a, [u8]>, BoxedError> {
+        let mut w = Writer(Vec::with_capacity(48 + item.chunk_ids.len() * 8));
+        w.u64(item.size);
+        w.u64(item.mtime_ns);
+        w.u64(item.hash);
+        w.str(&item.language);
+        w.u32(item.chunk_ids.len() as u32);
+        for id in &item.chunk_ids {
+            w.u64(*id);
+        }
+        Ok(Cow::Owned(w.0))
+    }
+}
+
+impl<'a> BytesDecode<'a> for FileCodec {
+    type DItem = FileRecord;
+    fn bytes_decode(bytes: &'a [u8]) -> Result<FileRecord, BoxedError> {
+        let mut r = Reader(bytes);
+        let size = r.u64()?;
+        let mtime_ns = r.u64()?;
+        let hash = r.u64()?;
+        let language = r.string()?;
+        let n = r.u32()? as usize;
+        let mut chunk_ids = Vec::with_capacity(n.min(1 << 16));
+        for _ in 0..n {
+            chunk_ids.push(r.u64()?);
+        }
+        Ok(FileRecord {
+            size,
+            mtime_ns,
+            hash,
+            language,
+            chunk_ids,
+        })
+    }
+}
+
+/// heed codec for [`ChunkRecord`].
+pub enum ChunkCodec {}
+
+impl<'a> BytesEncode<'a> for ChunkCodec {
+    type EItem = ChunkRecord;
+    fn bytes_encode(item: &'a ChunkRecord) -> Result<Cow<'a, [u8]>, BoxedError> {
+        let mut w = Writer(Vec::with_capacity(64 + item.path.len()));
+        w.str(&item.path);
+        w.u32(item.start_line);
+        w.u32(item.end_line);
+        w.opt_str(item.symbol.as_deref());
+        w.opt_str(item.kind.as_deref());
+        w.u64(item.hash);
+        Ok(Cow::Owned(w.0))
+    }
+}
+
+impl<'a> BytesDecode<'a> for ChunkCodec {
+    type DItem = ChunkRecord;
+    fn bytes_decode(bytes: &'a [u8]) -> Result<ChunkRecord, BoxedError> {
+        let mut r = Reader(bytes);
+        Ok(ChunkRecord {
+            path: r.string()?,
+            start_line: r.u32()?,
+            end_line: r.u32()?,
+            symbol: r.opt_string()?,
+            kind: r.opt_string()?,
+            hash: r.u64()?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_round_trip() {
+        let file = FileRecord {
+            size: 10,
+            mtime_ns: 20,
+            hash: 30,
+            language: "rust".into(),
+            chunk_ids: vec![1, 2, 3],
+        };
+        let bytes = FileCodec::bytes_encode(&file).unwrap();
+        assert_eq!(FileCodec::bytes_decode(&bytes).unwrap(), file);
+        let chunk = ChunkRecord {
+            path: "src/a.rs".into(),
+            start_line: 1,
+            end_line: 40,
+            symbol: Some("Foo::bar".into()),
+            kind: None,
+            hash: 7,
+        };
+        let bytes = ChunkCodec::bytes_encode(&chunk).unwrap();
+        assert_eq!(ChunkCodec::bytes_decode(&bytes).unwrap(), chunk);
+        assert!(ChunkCodec::bytes_decode(&bytes[..5]).is_err());
+    }
+}

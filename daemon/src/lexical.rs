@@ -1,0 +1,352 @@
+//! The project's tantivy index: BM25 over chunk bodies, symbols and paths.
+//!
+//! Symbols and paths are separate fields weighted above body text. `path_key` holds the raw
+//! path, for deleting a file's documents and for path filters.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use tantivy::collector::{Count, TopDocs};
+use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery, TermSetQuery};
+use tantivy::schema::{
+    FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing,
+    TextOptions, Value,
+};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+
+use crate::error::IndexError;
+use crate::tokenizer::{self, CODE_TOKENIZER, CodeTokenizer};
+
+/// Weight of a match in the symbol field relative to the body.
+const SYMBOL_BOOST: f32 = 3.0;
+/// Weight of a match in the path relative to the body.
+const PATH_BOOST: f32 = 2.0;
+/// At most this many distinct query terms are used (long issue texts).
+const MAX_QUERY_TERMS: usize = 128;
+/// Heap given to tantivy's indexing threads.
+const WRITER_HEAP_BYTES: usize = 64 << 20;
+
+/// The schema's fields.
+#[derive(Clone, Copy)]
+pub struct Fields {
+    chunk_id: Field,
+    path: Field,
+    path_key: Field,
+    language: Field,
+    symbol: Field,
+    kind: Field,
+    body: Field,
+    start_line: Field,
+    end_line: Field,
+}
+
+fn schema() -> (Schema, Fields) {
+    let mut builder = Schema::builder();
+    let code_text = |stored: bool| {
+        let options = TextOptions::default().set_indexing_options(
+            TextFieldIndexing::default()
+                .set_tokenizer(CODE_TOKENIZER)
+                .set_index_option(IndexRecordOption::WithFreqs),
+        );
+        if stored {
+            options.set_stored()
+        } else {
+            options
+        }
+    };
+    let fields = Fields {
+        chunk_id: builder.add_u64_field("chunk_id", INDEXED | STORED | FAST),
+        path: builder.add_text_field("path", code_text(false)),
+        path_key: builder.add_text_field("path_key", STRING | STORED),
+        language: builder.add_text_field("language", STRING | STORED),
+        symbol: builder.add_text_field("symbol", code_text(true)),
+        kind: builder.add_text_field("kind", STRING | STORED),
+        body: builder.add_text_field("body", code_text(true)),
+        start_line: builder.add_u64_field("start_line", STORED),
+        end_line: builder.add_u64_field("end_line", STORED),
+    };
+    (builder.build(), fields)
+}
+
+/// One chunk as a tantivy document.
+pub struct ChunkDoc<'a> {
+    /// LMDB chunk id.
+    pub chunk_id: u64,
+    /// Relative path.
+    pub path: &'a str,
+    /// Language name.
+    pub language: &'a str,
+    /// First line (1-based).
+    pub start_line: u32,
+    /// Last line (1-based, inclusive).
+    pub end_line: u32,
+    /// Symbol name, if known.
+    pub symbol: Option<&'a str>,
+    /// Symbol kind, if known.
+    pub kind: Option<&'a str>,
+    /// The chunk's text.
+    pub body: &'a str,
+}
+
+/// A search request against the lexical index.
+pub struct LexicalQuery<'a> {
+    /// Free text.
+    pub text: &'a str,
+    /// Only these paths (already expanded from a glob), if set.
+    pub paths: Option<&'a [String]>,
+    /// Only this language, if set.
+    pub language: Option<&'a str>,
+    /// Results to skip.
+    pub offset: usize,
+    /// Results to return.
+    pub limit: usize,
+}
+
+/// A scored chunk.
+#[derive(Debug, Clone)]
+pub struct LexicalHit {
+    /// LMDB chunk id.
+    pub chunk_id: u64,
+    /// Relative path.
+    pub path: String,
+    /// First line.
+    pub start_line: u32,
+    /// Last line.
+    pub end_line: u32,
+    /// Language.
+    pub language: String,
+    /// Symbol, if known.
+    pub symbol: Option<String>,
+    /// Kind, if known.
+    pub kind: Option<String>,
+    /// BM25 score.
+    pub score: f32,
+    /// The chunk text.
+    pub body: String,
+}
+
+/// The tantivy index of one project.
+pub struct Lexical {
+    dir: PathBuf,
+    index: Index,
+    reader: IndexReader,
+    fields: Fields,
+}
+
+impl Lexical {
+    /// Open the index in `dir`, creating it if absent.
+    pub fn open(dir: &Path) -> Result<Lexical, IndexError> {
+        std::fs::create_dir_all(dir).map_err(|e| IndexError::io(dir, e))?;
+        let (schema, fields) = schema();
+        let directory = tantivy::directory::MmapDirectory::open(dir)
+            .map_err(|e| IndexError::tantivy(dir, e.into()))?;
+        let index =
+            Index::open_or_create(directory, schema).map_err(|e| IndexError::tantivy(dir, e))?;
+        index
+            .tokenizers()
+            .register(CODE_TOKENIZER, CodeTokenizer::default());
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()
+            .map_err(|e| IndexError::tantivy(dir, e))?;
+        Ok(Lexical {
+            dir: dir.to_path_buf(),
+            index,
+            reader,
+            fields,
+        })
+    }
+
+    fn err(&self, e: tantivy::TantivyError) -> IndexError {
+        IndexError::tantivy(&self.dir, e)
+    }
+
+    /// A writer; only the project's writer thread holds one.
+    pub fn writer(&self) -> Result<IndexWriter, IndexError> {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(2));
+        self.index
+            .writer_with_num_threads(threads, WRITER_HEAP_BYTES)
+            .map_err(|e| self.err(e))
+    }
+
+    /// Queue deletion of every document of `path`.
+    pub fn delete_path(&self, writer: &IndexWriter, path: &str) {
+        writer.delete_term(Term::from_field_text(self.fields.path_key, path));
+    }
+
+    /// Queue a chunk document.
+    pub fn add_chunk(&self, writer: &IndexWriter, chunk: &ChunkDoc<'_>) -> Result<(), IndexError> {
+        let f = &self.fields;
+        let mut doc = TantivyDocument::default();
+        doc.add_u64(f.chunk_id, chunk.chunk_id);
+        doc.add_text(f.path, chunk.path);
+        doc.add_text(f.path_key, chunk.path);
+        doc.add_text(f.language, chunk.language);
+        if let Some(symbol) = chunk.symbol {
+            doc.add_text(f.symbol, symbol);
+        }
+        if let Some(kind) = chunk.kind {
+            doc.add_text(f.kind, kind);
+        }
+        doc.add_text(f.body, chunk.body);
+        doc.add_u64(f.start_line, u64::from(chunk.start_line));
+        doc.add_u64(f.end_line, u64::from(chunk.end_line));
+        writer.add_document(doc).map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// Commit the writer's pending changes and make them visible to searches.
+    pub fn commit(&self, writer: &mut IndexWriter) -> Result<(), IndexError> {
+        writer.commit().map_err(|e| self.err(e))?;
+        self.reader.reload().map_err(|e| self.err(e))
+    }
+
+    /// Number of live documents visible to searches.
+    pub fn num_docs(&self) -> u64 {
+        self.reader.searcher().num_docs()
+    }
+
+    /// Bytes used on disk.
+    pub fn disk_size(&self) -> u64 {
+        dir_size(&self.dir)
+    }
+
+    /// BM25 search. Returns the page of hits and the total number of matches.
+    pub fn search(&self, q: &LexicalQuery<'_>) -> Result<(Vec<LexicalHit>, usize), IndexError> {
+        let f = &self.fields;
+        let mut seen = HashSet::new();
+        let mut terms: Vec<String> = tokenizer::tokens(q.text)
+            .into_iter()
+            .filter(|t| seen.insert(t.clone()))
+            .collect();
+        if terms.iter().any(|t| !is_stopword(t)) {
+            terms.retain(|t| !is_stopword(t));
+        }
+        terms.truncate(MAX_QUERY_TERMS);
+        if terms.is_empty() {
+            return Ok((Vec::new(), 0));
+        }
+        let mut text_clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        for term in &terms {
+            for (field, boost) in [
+                (f.body, 1.0),
+                (f.symbol, SYMBOL_BOOST),
+                (f.path, PATH_BOOST),
+            ] {
+                let query = TermQuery::new(
+                    Term::from_field_text(field, term),
+                    IndexRecordOption::WithFreqs,
+                );
+                text_clauses.push((
+                    Occur::Should,
+                    Box::new(BoostQuery::new(Box::new(query), boost)),
+                ));
+            }
+        }
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> =
+            vec![(Occur::Must, Box::new(BooleanQuery::new(text_clauses)))];
+        if let Some(language) = q.language {
+            clauses.push((
+                Occur::Must,
+                Box::new(TermQuery::new(
+                    Term::from_field_text(f.language, language),
+                    IndexRecordOption::Basic,
+                )),
+            ));
+        }
+        if let Some(paths) = q.paths {
+            if paths.is_empty() {
+                return Ok((Vec::new(), 0));
+            }
+            let terms = paths.iter().map(|p| Term::from_field_text(f.path_key, p));
+            clauses.push((Occur::Must, Box::new(TermSetQuery::new(terms))));
+        }
+        let query = BooleanQuery::new(clauses);
+        let searcher = self.reader.searcher();
+        let collector = (
+            TopDocs::with_limit(q.limit.max(1))
+                .and_offset(q.offset)
+                .order_by_score(),
+            Count,
+        );
+        let (top, total) = searcher
+            .search(&query, &collector)
+            .map_err(|e| self.err(e))?;
+        let mut hits = Vec::with_capacity(top.len());
+        for (score, address) in top {
+            let doc: TantivyDocument = searcher.doc(address).map_err(|e| self.err(e))?;
+            let text = |field| {
+                doc.get_first(field)
+                    .and_then(|v| v.as_str())
+                    .map(str::to_string)
+            };
+            let number = |field| doc.get_first(field).and_then(|v| v.as_u64()).unwrap_or(0);
+            hits.push(LexicalHit {
+                chunk_id: number(f.chunk_id),
+                path: text(f.path_key).unwrap_or_default(),
+                start_line: number(f.start_line) as u32,
+                end_line: number(f.end_line) as u32,
+                language: text(f.language).unwrap_or_default(),
+                symbol: text(f.symbol),
+                kind: text(f.kind),
+                score,
+                body: text(f.body).unwrap_or_default(),
+            });
+        }
+        Ok((hits, total))
+    }
+}
+
+/// English words that carry no signal in a code query.
+fn is_stopword(term: &str) -> bool {
+    matches!(
+        term,
+        "a" | "an"
+            | "and"
+            | "are"
+            | "as"
+            | "at"
+            | "be"
+            | "by"
+            | "do"
+            | "does"
+            | "for"
+            | "from"
+            | "how"
+            | "i"
+            | "in"
+            | "is"
+            | "it"
+            | "of"
+            | "on"
+            | "or"
+            | "that"
+            | "the"
+            | "this"
+            | "to"
+            | "was"
+            | "what"
+            | "when"
+            | "where"
+            | "which"
+            | "who"
+            | "why"
+            | "with"
+    )
+}
+
+/// Total size of the files under `dir`.
+pub fn dir_size(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|entry| match entry.file_type() {
+            Ok(t) if t.is_dir() => dir_size(&entry.path()),
+            Ok(_) => entry.metadata().map_or(0, |m| m.len()),
+            Err(_) => 0,
+        })
+        .sum()
+}

@@ -1,0 +1,67 @@
+//! `amanmcpd`: the amanmcp per-user daemon.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use amanmcpd::scan::Limits;
+use amanmcpd::server::{self, Config, ServerError};
+use clap::Parser;
+
+/// The amanmcp daemon: indexes projects and serves code search over a Unix socket.
+#[derive(Parser)]
+#[command(name = "amanmcpd", version, about)]
+struct Args {
+    /// Unix socket path (default: $AMANMCP_SOCKET or the per-user runtime directory).
+    #[arg(long)]
+    socket: Option<PathBuf>,
+    /// Directory for indexes (default: $AMANMCP_DATA_DIR or the per-user data directory).
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("AMANMCP_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
+    match run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            let already = e
+                .downcast_ref::<ServerError>()
+                .is_some_and(|e| matches!(e, ServerError::AlreadyRunning { .. }));
+            eprintln!("amanmcpd: {e:#}");
+            if already {
+                ExitCode::from(3)
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+    }
+}
+
+fn run(args: Args) -> anyhow::Result<()> {
+    let socket_path = match args.socket {
+        Some(path) => std::path::absolute(path)?,
+        None => amanmcp_proto::endpoint::socket_path()?,
+    };
+    let data_dir = match args.data_dir {
+        Some(path) => std::path::absolute(path)?,
+        None => amanmcp_proto::endpoint::data_dir()?,
+    };
+    let config = Config {
+        socket_path,
+        data_dir,
+        limits: Limits::from_env(),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(server::run(config))?;
+    Ok(())
+}

@@ -1,0 +1,404 @@
+//! One project: its index (LMDB + tantivy), its writer, its progress, and search.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use globset::GlobBuilder;
+
+use crate::error::{Error, IndexError, UserError};
+use crate::lexical::{Lexical, LexicalHit, LexicalQuery};
+use crate::scan::{Limits, SkipReason};
+use crate::store::{FORMAT_VERSION, Store};
+use crate::writer::{self, WriterHandle};
+
+/// Where a project's index stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexState {
+    /// A pass is running; search answers from what is indexed so far.
+    Indexing,
+    /// The index matches the files on disk as of the last pass.
+    Ready,
+    /// The last pass or commit failed (see `last_error`).
+    Error,
+}
+
+const SKIP_REASONS: [SkipReason; 5] = [
+    SkipReason::TooLarge,
+    SkipReason::Binary,
+    SkipReason::NotUtf8,
+    SkipReason::Secret,
+    SkipReason::Unreadable,
+];
+
+/// Live counters of a project, shared by the writer, the indexer and readers.
+#[derive(Default)]
+pub struct Progress {
+    state: AtomicU8,
+    files: AtomicU64,
+    chunks: AtomicU64,
+    files_done: AtomicU64,
+    files_total: AtomicU64,
+    source_bytes: AtomicU64,
+    last_pass_ms: AtomicU64,
+    skipped: [AtomicU64; 5],
+    last_error: Mutex<Option<String>>,
+}
+
+impl Progress {
+    /// Current state.
+    pub fn state(&self) -> IndexState {
+        match self.state.load(Ordering::Acquire) {
+            0 => IndexState::Indexing,
+            1 => IndexState::Ready,
+            _ => IndexState::Error,
+        }
+    }
+
+    /// Set the state.
+    pub fn set_state(&self, state: IndexState) {
+        let v = match state {
+            IndexState::Indexing => 0,
+            IndexState::Ready => 1,
+            IndexState::Error => 2,
+        };
+        self.state.store(v, Ordering::Release);
+    }
+
+    /// Record an error and enter the error state.
+    pub fn set_error(&self, message: String) {
+        *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(message);
+        self.set_state(IndexState::Error);
+    }
+
+    /// Re-read file and chunk counts from LMDB after a commit.
+    pub fn refresh_counts(&self, store: &Store) {
+        if let Ok((files, chunks)) = store.counts() {
+            self.files.store(files, Ordering::Relaxed);
+            self.chunks.store(chunks, Ordering::Relaxed);
+        }
+    }
+
+    /// Start a pass over `total` files.
+    pub fn begin_pass(&self, total: u64) {
+        self.files_total.store(total, Ordering::Relaxed);
+        self.files_done.store(0, Ordering::Relaxed);
+        for counter in &self.skipped {
+            counter.store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// `n` more files of the pass are done.
+    pub fn add_done(&self, n: u64) {
+        self.files_done.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// A file was skipped.
+    pub fn add_skipped(&self, reason: SkipReason) {
+        let idx = SKIP_REASONS.iter().position(|r| *r == reason).unwrap_or(4);
+        self.skipped[idx].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// End a pass.
+    pub fn end_pass(&self, source_bytes: u64, elapsed_ms: u64) {
+        self.source_bytes.store(source_bytes, Ordering::Relaxed);
+        self.last_pass_ms.store(elapsed_ms, Ordering::Relaxed);
+    }
+}
+
+/// A snapshot of a project's status.
+#[derive(Debug, Clone)]
+pub struct ProjectStatus {
+    /// Canonical root.
+    pub root: PathBuf,
+    /// State.
+    pub state: IndexState,
+    /// Files searchable now.
+    pub files: u64,
+    /// Chunks searchable now.
+    pub chunks: u64,
+    /// Files done in the current/last pass.
+    pub files_done: u64,
+    /// Files in the current/last pass.
+    pub files_total: u64,
+    /// Bytes of the on-disk index.
+    pub index_bytes: u64,
+    /// Bytes of source indexed.
+    pub source_bytes: u64,
+    /// Files skipped in the last pass, by reason (non-zero only).
+    pub skipped: Vec<(&'static str, u64)>,
+    /// Last error, if any.
+    pub last_error: Option<String>,
+    /// Duration of the last pass.
+    pub last_pass_ms: u64,
+}
+
+/// The storage of a project: shared by its writer thread and its readers.
+pub struct ProjectIndex {
+    /// LMDB metadata.
+    pub store: Store,
+    /// tantivy BM25 index.
+    pub lexical: Lexical,
+    /// Live counters.
+    pub progress: Progress,
+}
+
+/// A search request.
+#[derive(Debug, Clone)]
+pub struct SearchParams {
+    /// Free-text query.
+    pub query: String,
+    /// Page size.
+    pub limit: usize,
+    /// Results to skip.
+    pub offset: usize,
+    /// Only paths matching this glob.
+    pub path_glob: Option<String>,
+    /// Only this language.
+    pub language: Option<String>,
+}
+
+/// A page of search results.
+pub struct SearchOutcome {
+    /// The hits, best first.
+    pub hits: Vec<LexicalHit>,
+    /// Total matching chunks.
+    pub total: u64,
+    /// Whether more results exist beyond this page.
+    pub truncated: bool,
+    /// The project's status when the search ran.
+    pub status: ProjectStatus,
+}
+
+/// Largest page a search may ask for.
+pub const MAX_LIMIT: usize = 1000;
+
+/// A loaded project.
+pub struct Project {
+    root: PathBuf,
+    index: Arc<ProjectIndex>,
+    writer: WriterHandle,
+    limits: Limits,
+    pass_running: AtomicBool,
+    pass_requested: AtomicBool,
+}
+
+impl Project {
+    /// Open (or create, or rebuild if unreadable) the index of `root` under `data_dir`.
+    pub fn open(
+        root: PathBuf,
+        data_dir: &Path,
+        limits: Limits,
+    ) -> Result<Arc<Project>, IndexError> {
+        let dir = project_dir(data_dir, &root);
+        let index = match open_index(&dir, &root) {
+            Ok(index) => index,
+            Err(e) => {
+                tracing::warn!(dir = %dir.display(), error = %e, "index unreadable; rebuilding");
+                let _ = std::fs::remove_dir_all(&dir);
+                open_index(&dir, &root)?
+            }
+        };
+        let recovered = writer::recover(&index)?;
+        if recovered > 0 {
+            tracing::info!(root = %root.display(), recovered, "recovered an interrupted commit");
+        }
+        index.progress.refresh_counts(&index.store);
+        let index = Arc::new(index);
+        let writer = writer::spawn(index.clone())?;
+        Ok(Arc::new(Project {
+            root,
+            index,
+            writer,
+            limits,
+            pass_running: AtomicBool::new(false),
+            pass_requested: AtomicBool::new(false),
+        }))
+    }
+
+    /// The canonical root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Start a reconcile pass in the background, unless one is running (then it reruns
+    /// once the current pass ends).
+    pub fn start_reconcile(self: &Arc<Self>) {
+        self.pass_requested.store(true, Ordering::SeqCst);
+        if self.pass_running.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let project = self.clone();
+        let spawned = std::thread::Builder::new()
+            .name("amanmcp-indexer".into())
+            .spawn(move || {
+                while project.pass_requested.swap(false, Ordering::SeqCst) {
+                    project.run_pass();
+                }
+                project.pass_running.store(false, Ordering::SeqCst);
+                // A request that raced with the end of the loop starts a new thread.
+                if project.pass_requested.load(Ordering::SeqCst) {
+                    project.start_reconcile();
+                }
+            });
+        if let Err(e) = spawned {
+            self.pass_running.store(false, Ordering::SeqCst);
+            self.index
+                .progress
+                .set_error(format!("cannot start indexer: {e}"));
+        }
+    }
+
+    fn run_pass(&self) {
+        let progress = &self.index.progress;
+        progress.set_state(IndexState::Indexing);
+        match crate::indexer::reconcile(&self.root, &self.index, &self.writer, self.limits) {
+            Ok(()) => {
+                *progress
+                    .last_error
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()) = None;
+                progress.set_state(IndexState::Ready);
+            }
+            Err(message) => {
+                tracing::error!(root = %self.root.display(), %message, "indexing pass failed");
+                progress.set_error(message);
+            }
+        }
+    }
+
+    /// A snapshot of the project's status.
+    pub fn status(&self) -> ProjectStatus {
+        let p = &self.index.progress;
+        let skipped = SKIP_REASONS
+            .iter()
+            .zip(&p.skipped)
+            .map(|(reason, n)| (reason.label(), n.load(Ordering::Relaxed)))
+            .filter(|(_, n)| *n > 0)
+            .collect();
+        ProjectStatus {
+            root: self.root.clone(),
+            state: p.state(),
+            files: p.files.load(Ordering::Relaxed),
+            chunks: p.chunks.load(Ordering::Relaxed),
+            files_done: p.files_done.load(Ordering::Relaxed),
+            files_total: p.files_total.load(Ordering::Relaxed),
+            index_bytes: self.index.store.disk_size() + self.index.lexical.disk_size(),
+            source_bytes: p.source_bytes.load(Ordering::Relaxed),
+            skipped,
+            last_error: p
+                .last_error
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
+            last_pass_ms: p.last_pass_ms.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Search the project. Answers from whatever is committed, even mid-pass.
+    pub fn search(&self, params: &SearchParams) -> Result<SearchOutcome, Error> {
+        if params.query.trim().is_empty() {
+            return Err(UserError::InvalidArgument {
+                name: "query",
+                reason: "must not be empty".into(),
+            }
+            .into());
+        }
+        if params.limit == 0 || params.limit > MAX_LIMIT {
+            return Err(UserError::InvalidArgument {
+                name: "limit",
+                reason: format!("must be between 1 and {MAX_LIMIT}, got {}", params.limit),
+            }
+            .into());
+        }
+        let paths = match params.path_glob.as_deref().filter(|g| !g.is_empty()) {
+            Some(glob) => Some(self.paths_matching(glob)?),
+            None => None,
+        };
+        let language = params.language.as_deref().filter(|l| !l.is_empty());
+        let language = language.map(str::to_ascii_lowercase);
+        let (hits, total) = self.index.lexical.search(&LexicalQuery {
+            text: &params.query,
+            paths: paths.as_deref(),
+            language: language.as_deref(),
+            offset: params.offset,
+            limit: params.limit,
+        })?;
+        let total = total as u64;
+        Ok(SearchOutcome {
+            truncated: total > (params.offset + hits.len()) as u64,
+            hits,
+            total,
+            status: self.status(),
+        })
+    }
+
+    fn paths_matching(&self, glob: &str) -> Result<Vec<String>, Error> {
+        let pattern = if glob.ends_with('/') {
+            format!("{glob}**")
+        } else {
+            glob.to_string()
+        };
+        let matcher = GlobBuilder::new(&pattern)
+            .literal_separator(false)
+            .build()
+            .map_err(|e| UserError::InvalidArgument {
+                name: "path",
+                reason: format!("bad glob {glob:?}: {e}"),
+            })?
+            .compile_matcher();
+        let files = self.index.store.all_files()?;
+        Ok(files
+            .into_keys()
+            .filter(|path| matcher.is_match(path))
+            .collect())
+    }
+}
+
+fn open_index(dir: &Path, root: &Path) -> Result<ProjectIndex, IndexError> {
+    let store = Store::open(&dir.join("lmdb"))?;
+    match store.format_version()? {
+        Some(FORMAT_VERSION) => {}
+        Some(other) => {
+            return Err(IndexError::io(
+                dir,
+                std::io::Error::other(format!(
+                    "index format {other} is not the current format {FORMAT_VERSION}"
+                )),
+            ));
+        }
+        None => {
+            // A fresh store: any tantivy data beside it is orphaned.
+            let _ = std::fs::remove_dir_all(dir.join("tantivy"));
+            store.initialise(root)?;
+        }
+    }
+    let lexical = Lexical::open(&dir.join("tantivy"))?;
+    Ok(ProjectIndex {
+        store,
+        lexical,
+        progress: Progress::default(),
+    })
+}
+
+/// `data_dir/projects/<name>-<hash of root>`: never inside the user's tree.
+pub fn project_dir(data_dir: &Path, root: &Path) -> PathBuf {
+    let hash = xxhash_rust::xxh3::xxh3_64(root.as_os_str().as_encoded_bytes());
+    let name: String = root
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(40)
+        .collect();
+    data_dir
+        .join("projects")
+        .join(format!("{name}-{hash:016x}"))
+}

@@ -1,0 +1,163 @@
+//! The gRPC service. The only module that converts between protobuf and domain types.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use amanmcp_proto::pb;
+use tokio::sync::Notify;
+use tonic::{Request, Response, Status};
+
+use crate::error::Error;
+use crate::project::{IndexState, ProjectStatus, SearchParams};
+use crate::registry::Registry;
+
+/// Default page size when a request leaves `limit` at 0.
+const DEFAULT_LIMIT: usize = 10;
+
+/// State shared by every RPC.
+pub struct RpcService {
+    registry: Arc<Registry>,
+    started: Instant,
+    socket_path: String,
+    shutdown: Arc<Notify>,
+}
+
+impl RpcService {
+    /// A service over `registry`; `shutdown` is notified by the Shutdown RPC.
+    pub fn new(registry: Arc<Registry>, socket_path: String, shutdown: Arc<Notify>) -> Self {
+        RpcService {
+            registry,
+            started: Instant::now(),
+            socket_path,
+            shutdown,
+        }
+    }
+}
+
+fn to_status(e: Error) -> Status {
+    match e {
+        Error::User(e) => Status::invalid_argument(e.to_string()),
+        Error::Index(e) => {
+            tracing::error!(error = %e, "internal error");
+            Status::internal(e.to_string())
+        }
+    }
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, Error> + Send + 'static,
+) -> Result<T, Status> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Status::internal(format!("worker failed: {e}")))?
+        .map_err(to_status)
+}
+
+fn project_status_to_pb(s: ProjectStatus) -> pb::ProjectStatus {
+    let state = match s.state {
+        IndexState::Indexing => pb::IndexState::Indexing,
+        IndexState::Ready => pb::IndexState::Ready,
+        IndexState::Error => pb::IndexState::Error,
+    };
+    pb::ProjectStatus {
+        root: s.root.to_string_lossy().into_owned(),
+        state: state as i32,
+        files: s.files,
+        chunks: s.chunks,
+        files_done: s.files_done,
+        files_total: s.files_total,
+        index_bytes: s.index_bytes,
+        source_bytes: s.source_bytes,
+        skipped_files: s.skipped.iter().map(|(_, n)| n).sum(),
+        last_error: s.last_error,
+        last_pass_ms: s.last_pass_ms,
+        skipped: s
+            .skipped
+            .into_iter()
+            .map(|(reason, files)| pb::SkipCount {
+                reason: reason.to_string(),
+                files,
+            })
+            .collect(),
+    }
+}
+
+#[tonic::async_trait]
+impl amanmcp_proto::Daemon for RpcService {
+    async fn status(
+        &self,
+        _request: Request<pb::StatusRequest>,
+    ) -> Result<Response<pb::StatusReply>, Status> {
+        let registry = self.registry.clone();
+        let projects = blocking(move || Ok(registry.statuses())).await?;
+        Ok(Response::new(pb::StatusReply {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            pid: std::process::id(),
+            uptime_ms: self.started.elapsed().as_millis() as u64,
+            socket_path: self.socket_path.clone(),
+            data_dir: self.registry.data_dir().to_string_lossy().into_owned(),
+            projects: projects.into_iter().map(project_status_to_pb).collect(),
+        }))
+    }
+
+    async fn open_project(
+        &self,
+        request: Request<pb::OpenProjectRequest>,
+    ) -> Result<Response<pb::ProjectStatus>, Status> {
+        let root = request.into_inner().root;
+        let registry = self.registry.clone();
+        let status = blocking(move || Ok(registry.open(&root, true)?.status())).await?;
+        Ok(Response::new(project_status_to_pb(status)))
+    }
+
+    async fn search(
+        &self,
+        request: Request<pb::SearchRequest>,
+    ) -> Result<Response<pb::SearchReply>, Status> {
+        let req = request.into_inner();
+        let registry = self.registry.clone();
+        let outcome = blocking(move || {
+            let project = registry.open(&req.root, false)?;
+            project.search(&SearchParams {
+                query: req.query,
+                limit: if req.limit == 0 {
+                    DEFAULT_LIMIT
+                } else {
+                    req.limit as usize
+                },
+                offset: req.offset as usize,
+                path_glob: req.path_glob,
+                language: req.language,
+            })
+        })
+        .await?;
+        Ok(Response::new(pb::SearchReply {
+            results: outcome
+                .hits
+                .into_iter()
+                .map(|hit| pb::SearchHit {
+                    path: hit.path,
+                    start_line: hit.start_line,
+                    end_line: hit.end_line,
+                    language: hit.language,
+                    symbol: hit.symbol,
+                    kind: hit.kind,
+                    score: hit.score,
+                    snippet: hit.body,
+                })
+                .collect(),
+            total: outcome.total,
+            truncated: outcome.truncated,
+            index: Some(project_status_to_pb(outcome.status)),
+        }))
+    }
+
+    async fn shutdown(
+        &self,
+        _request: Request<pb::ShutdownRequest>,
+    ) -> Result<Response<pb::ShutdownReply>, Status> {
+        tracing::info!("shutdown requested over RPC");
+        self.shutdown.notify_one();
+        Ok(Response::new(pb::ShutdownReply {}))
+    }
+}

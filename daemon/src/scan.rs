@@ -1,0 +1,246 @@
+//! Stage 1 of indexing: walk a project with gitignore semantics and list candidate files.
+//!
+//! Honours `.gitignore` (even outside a git repository), `.git/info/exclude`, `.ignore` and
+//! `.amanmcpignore`; skips hidden files, symlinks (never followed, so no loops or escapes),
+//! secrets, known binary extensions, lock files and files over the size limit.
+
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+use crate::lang;
+
+/// A file that may need indexing.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    /// Path relative to the project root, '/'-separated.
+    pub rel_path: String,
+    /// Absolute path.
+    pub abs_path: PathBuf,
+    /// Size in bytes at scan time.
+    pub size: u64,
+    /// Modification time in nanoseconds since the epoch (0 if unknown).
+    pub mtime_ns: u64,
+}
+
+/// Why a file was not indexed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SkipReason {
+    /// Larger than the configured limit.
+    TooLarge,
+    /// Contains NUL bytes or has a binary extension.
+    Binary,
+    /// Not valid UTF-8.
+    NotUtf8,
+    /// Looks like a secrets file.
+    Secret,
+    /// Could not be read (permissions, vanished, bad name).
+    Unreadable,
+}
+
+impl SkipReason {
+    /// Short label for status output.
+    pub fn label(self) -> &'static str {
+        match self {
+            SkipReason::TooLarge => "too_large",
+            SkipReason::Binary => "binary",
+            SkipReason::NotUtf8 => "not_utf8",
+            SkipReason::Secret => "secret",
+            SkipReason::Unreadable => "unreadable",
+        }
+    }
+}
+
+/// Limits on what is indexed.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Files larger than this are skipped.
+    pub max_file_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_file_bytes: 1024 * 1024,
+        }
+    }
+}
+
+impl Limits {
+    /// Defaults, overridden by `AMANMCP_MAX_FILE_BYTES`.
+    pub fn from_env() -> Self {
+        let mut limits = Limits::default();
+        if let Some(v) = std::env::var("AMANMCP_MAX_FILE_BYTES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+        {
+            limits.max_file_bytes = v;
+        }
+        limits
+    }
+}
+
+/// The result of a walk.
+#[derive(Debug, Default)]
+pub struct ScanOutput {
+    /// Files to consider, sorted by path.
+    pub files: Vec<Candidate>,
+    /// Files skipped during the walk, with why.
+    pub skipped: Vec<(String, SkipReason)>,
+}
+
+/// Walk `root` and list candidate files.
+pub fn scan(root: &Path, limits: Limits) -> ScanOutput {
+    let mut out = ScanOutput::default();
+    let walker = ignore::WalkBuilder::new(root)
+        .hidden(true)
+        .follow_links(false)
+        .require_git(false)
+        .git_global(false)
+        .add_custom_ignore_filename(".amanmcpignore")
+        .build();
+    for entry in walker {
+        let Ok(entry) = entry else { continue };
+        let Some(file_type) = entry.file_type() else {
+            continue;
+        };
+        if !file_type.is_file() {
+            continue;
+        }
+        let abs_path = entry.path().to_path_buf();
+        let Some(rel_path) = relative_path(root, &abs_path) else {
+            out.skipped
+                .push((abs_path.display().to_string(), SkipReason::Unreadable));
+            continue;
+        };
+        let rel = Path::new(&rel_path);
+        if lang::is_secret(rel) {
+            out.skipped.push((rel_path, SkipReason::Secret));
+            continue;
+        }
+        if lang::is_noise(rel) {
+            out.skipped.push((rel_path, SkipReason::Binary));
+            continue;
+        }
+        let Ok(meta) = entry.metadata() else {
+            out.skipped.push((rel_path, SkipReason::Unreadable));
+            continue;
+        };
+        if meta.len() > limits.max_file_bytes {
+            out.skipped.push((rel_path, SkipReason::TooLarge));
+            continue;
+        }
+        out.files.push(Candidate {
+            rel_path,
+            abs_path,
+            size: meta.len(),
+            mtime_ns: mtime_ns(&meta),
+        });
+    }
+    out.files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
+    out
+}
+
+/// Modification time of `meta` in nanoseconds since the epoch, 0 if unknown.
+pub fn mtime_ns(meta: &std::fs::Metadata) -> u64 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// `path` relative to `root`, '/'-separated; `None` if outside root or not UTF-8.
+pub fn relative_path(root: &Path, path: &Path) -> Option<String> {
+    let rel = path.strip_prefix(root).ok()?;
+    let mut out = String::new();
+    for component in rel.components() {
+        let std::path::Component::Normal(part) = component else {
+            return None;
+        };
+        if !out.is_empty() {
+            out.push('/');
+        }
+        out.push_str(part.to_str()?);
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// What reading a candidate produced.
+pub enum ReadOutcome {
+    /// UTF-8 text and its content hash.
+    Text(String, u64),
+    /// Skipped, with why.
+    Skipped(SkipReason),
+}
+
+/// Read a candidate file, rejecting binary, non-UTF-8 and oversized content.
+pub fn read_text(path: &Path, limits: Limits) -> ReadOutcome {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(_) => return ReadOutcome::Skipped(SkipReason::Unreadable),
+    };
+    if bytes.len() as u64 > limits.max_file_bytes {
+        return ReadOutcome::Skipped(SkipReason::TooLarge);
+    }
+    let head = &bytes[..bytes.len().min(8192)];
+    if head.contains(&0) {
+        return ReadOutcome::Skipped(SkipReason::Binary);
+    }
+    let hash = xxhash_rust::xxh3::xxh3_64(&bytes);
+    match String::from_utf8(bytes) {
+        Ok(text) => ReadOutcome::Text(text, hash),
+        Err(_) => ReadOutcome::Skipped(SkipReason::NotUtf8),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn walks_with_gitignore_and_skips_secrets() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("src/deep")).unwrap();
+        std::fs::create_dir_all(root.join("target")).unwrap();
+        std::fs::write(root.join(".gitignore"), "target/\n*.log\n").unwrap();
+        std::fs::write(root.join("src/lib.rs"), "fn a() {}").unwrap();
+        std::fs::write(root.join("src/deep/mod.rs"), "fn b() {}").unwrap();
+        std::fs::write(root.join("target/out.rs"), "fn c() {}").unwrap();
+        std::fs::write(root.join("debug.log"), "log").unwrap();
+        std::fs::write(root.join("server.pem"), "secret").unwrap();
+        std::fs::write(root.join("big.txt"), "x".repeat(2000)).unwrap();
+        let out = scan(
+            root,
+            Limits {
+                max_file_bytes: 1000,
+            },
+        );
+        let paths: Vec<&str> = out.files.iter().map(|c| c.rel_path.as_str()).collect();
+        assert_eq!(paths, ["src/deep/mod.rs", "src/lib.rs"]);
+        assert!(
+            out.skipped
+                .contains(&("server.pem".into(), SkipReason::Secret))
+        );
+        assert!(
+            out.skipped
+                .contains(&("big.txt".into(), SkipReason::TooLarge))
+        );
+    }
+
+    #[test]
+    fn reads_reject_binary_and_non_utf8() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("a.dat");
+        std::fs::write(&bin, [1u8, 0, 2, 3]).unwrap();
+        assert!(matches!(
+            read_text(&bin, Limits::default()),
+            ReadOutcome::Skipped(SkipReason::Binary)
+        ));
+        let latin1 = dir.path().join("b.txt");
+        std::fs::write(&latin1, [b'c', b'a', b'f', 0xe9]).unwrap();
+        assert!(matches!(
+            read_text(&latin1, Limits::default()),
+            ReadOutcome::Skipped(SkipReason::NotUtf8)
+        ));
+    }
+}

@@ -1,0 +1,173 @@
+//! The daemon's front door: the private socket directory, the single-instance lock, the Unix
+//! socket that serves only its owner, and the gRPC server's lifetime.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use amanmcp_proto::DaemonServer;
+use tokio::net::UnixListener;
+use tokio::sync::Notify;
+use tokio_stream::StreamExt;
+use tokio_stream::wrappers::UnixListenerStream;
+
+use crate::registry::Registry;
+use crate::rpc::RpcService;
+use crate::scan::Limits;
+
+/// How the daemon is set up.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Path of the Unix socket.
+    pub socket_path: PathBuf,
+    /// Directory holding project indexes.
+    pub data_dir: PathBuf,
+    /// Indexing limits.
+    pub limits: Limits,
+}
+
+/// Why the daemon could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// Another daemon holds the lock.
+    #[error("amanmcpd is already running (pid {pid}) on {socket}")]
+    AlreadyRunning {
+        /// The other daemon's pid, as recorded in the lock file.
+        pid: String,
+        /// The socket it serves.
+        socket: PathBuf,
+    },
+    /// The socket directory is not private to this user.
+    #[error("socket directory {0} must be owned by this user and not accessible to others")]
+    UnsafeSocketDir(PathBuf),
+    /// I/O failed.
+    #[error("{what} {path}: {source}")]
+    Io {
+        /// What was being done.
+        what: &'static str,
+        /// On which path.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The gRPC server failed.
+    #[error("gRPC server failed: {0}")]
+    Transport(#[from] tonic::transport::Error),
+}
+
+fn io_err(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> ServerError {
+    let path = path.to_path_buf();
+    move |source| ServerError::Io { what, path, source }
+}
+
+/// Create `dir` as 0700, or check that an existing one is ours and private.
+pub fn prepare_private_dir(dir: &Path) -> Result<(), ServerError> {
+    std::fs::create_dir_all(dir).map_err(io_err("cannot create", dir))?;
+    let meta = std::fs::metadata(dir).map_err(io_err("cannot stat", dir))?;
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    if meta.uid() != uid {
+        return Err(ServerError::UnsafeSocketDir(dir.to_path_buf()));
+    }
+    if meta.mode() & 0o077 != 0 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(io_err("cannot chmod", dir))?;
+    }
+    Ok(())
+}
+
+/// Take the single-instance lock beside the socket; held for the daemon's life.
+fn take_lock(socket_path: &Path) -> Result<File, ServerError> {
+    let lock_path = socket_path.with_extension("lock");
+    let mut file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(&lock_path)
+        .map_err(io_err("cannot open lock", &lock_path))?;
+    if file.try_lock().is_err() {
+        let pid = std::fs::read_to_string(&lock_path).unwrap_or_default();
+        return Err(ServerError::AlreadyRunning {
+            pid: pid.trim().to_string(),
+            socket: socket_path.to_path_buf(),
+        });
+    }
+    file.set_len(0)
+        .map_err(io_err("cannot write lock", &lock_path))?;
+    write!(file, "{}", std::process::id()).map_err(io_err("cannot write lock", &lock_path))?;
+    Ok(file)
+}
+
+/// Run the daemon until SIGTERM/SIGINT or a Shutdown RPC.
+pub async fn run(config: Config) -> Result<(), ServerError> {
+    let socket_dir = config
+        .socket_path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    prepare_private_dir(&socket_dir)?;
+    let _lock = take_lock(&config.socket_path)?;
+    std::fs::create_dir_all(&config.data_dir).map_err(io_err("cannot create", &config.data_dir))?;
+
+    // We hold the lock, so any socket file left here is stale.
+    let _ = std::fs::remove_file(&config.socket_path);
+    let listener = UnixListener::bind(&config.socket_path)
+        .map_err(io_err("cannot bind", &config.socket_path))?;
+    std::fs::set_permissions(&config.socket_path, std::fs::Permissions::from_mode(0o600))
+        .map_err(io_err("cannot chmod", &config.socket_path))?;
+
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    let incoming = UnixListenerStream::new(listener).filter(move |conn| match conn {
+        Ok(stream) => {
+            let ok = stream.peer_cred().is_ok_and(|cred| cred.uid() == uid);
+            if !ok {
+                tracing::warn!("refused a connection from another user");
+            }
+            ok
+        }
+        Err(_) => true,
+    });
+
+    let registry = Arc::new(Registry::new(config.data_dir.clone(), config.limits));
+    let shutdown = Arc::new(Notify::new());
+    let service = RpcService::new(
+        registry,
+        config.socket_path.to_string_lossy().into_owned(),
+        shutdown.clone(),
+    );
+    tracing::info!(socket = %config.socket_path.display(), pid = std::process::id(), "amanmcpd listening");
+    let result = tonic::transport::Server::builder()
+        .add_service(
+            DaemonServer::new(service)
+                .max_decoding_message_size(64 << 20)
+                .max_encoding_message_size(64 << 20),
+        )
+        .serve_with_incoming_shutdown(incoming, shutdown_signal(shutdown))
+        .await;
+    let _ = std::fs::remove_file(&config.socket_path);
+    tracing::info!("amanmcpd stopped");
+    result.map_err(ServerError::from)
+}
+
+async fn shutdown_signal(shutdown: Arc<Notify>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).ok();
+    let term = async {
+        match term.as_mut() {
+            Some(s) => {
+                s.recv().await;
+            }
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = term => tracing::info!("SIGTERM"),
+        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT"),
+        _ = shutdown.notified() => {},
+    }
+}

@@ -1,0 +1,283 @@
+//! The project's single writer: the only thread that writes to LMDB or tantivy.
+//!
+//! Updates arrive over a bounded channel and are committed in batches (every
+//! [`COMMIT_INTERVAL`], every [`MAX_STAGED_FILES`] files, or on [`WriteOp::Flush`]).
+//!
+//! A commit keeps LMDB and tantivy consistent across crashes with a write-ahead intent:
+//! 1. LMDB: mark the batch's paths dirty, commit;
+//! 2. tantivy: commit (deletes by path, new chunk documents);
+//! 3. LMDB: write file and chunk records, clear the dirty marks, commit.
+//!
+//! On open, any dirty path has its tantivy documents and LMDB records dropped, and the
+//! reconcile pass then re-indexes it (see [`recover`]).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
+use std::time::{Duration, Instant};
+
+use crate::chunk::Chunk;
+use crate::error::IndexError;
+use crate::lexical::ChunkDoc;
+use crate::project::ProjectIndex;
+use crate::store::{ChunkRecord, FileRecord};
+
+/// Staged changes are committed at least this often while updates flow.
+pub const COMMIT_INTERVAL: Duration = Duration::from_millis(700);
+/// Staged changes are committed once this many files are waiting.
+pub const MAX_STAGED_FILES: usize = 2000;
+
+/// A new or changed file, read and chunked.
+pub struct FileUpdate {
+    /// Relative path.
+    pub path: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time (ns).
+    pub mtime_ns: u64,
+    /// Content hash.
+    pub hash: u64,
+    /// Language name.
+    pub language: &'static str,
+    /// The file's chunks.
+    pub chunks: Vec<Chunk>,
+}
+
+/// One instruction for the writer.
+pub enum WriteOp {
+    /// Replace a file's chunks.
+    Upsert(FileUpdate),
+    /// A file's content is unchanged; only its size/mtime moved.
+    Touch {
+        /// Relative path.
+        path: String,
+        /// New size.
+        size: u64,
+        /// New mtime (ns).
+        mtime_ns: u64,
+    },
+    /// Drop a file.
+    Remove(String),
+    /// Commit now and report the outcome.
+    Flush(mpsc::Sender<Result<(), String>>),
+}
+
+/// The sending side of a project's writer.
+#[derive(Clone)]
+pub struct WriterHandle {
+    tx: SyncSender<WriteOp>,
+}
+
+impl WriterHandle {
+    /// Queue an operation (blocks while the queue is full).
+    pub fn send(&self, op: WriteOp) -> bool {
+        self.tx.send(op).is_ok()
+    }
+
+    /// Commit everything queued so far and wait for it.
+    pub fn flush(&self) -> Result<(), String> {
+        let (ack_tx, ack_rx) = mpsc::channel();
+        if !self.send(WriteOp::Flush(ack_tx)) {
+            return Err("index writer has stopped".into());
+        }
+        ack_rx
+            .recv()
+            .unwrap_or_else(|_| Err("index writer has stopped".into()))
+    }
+}
+
+/// Start the writer thread of `index`.
+pub fn spawn(index: Arc<ProjectIndex>) -> Result<WriterHandle, IndexError> {
+    let (tx, rx) = mpsc::sync_channel(256);
+    let writer = index.lexical.writer()?;
+    let next_chunk_id = index.store.next_chunk_id()?;
+    std::thread::Builder::new()
+        .name("amanmcp-writer".into())
+        .spawn(move || {
+            Writer {
+                index,
+                writer,
+                next_chunk_id,
+                staged: Vec::new(),
+                lexical_paths: HashSet::new(),
+                first_staged: None,
+            }
+            .run(rx)
+        })
+        .map_err(|e| IndexError::io(std::path::Path::new("writer thread"), e))?;
+    Ok(WriterHandle { tx })
+}
+
+enum Staged {
+    Put(String, FileRecord, Vec<(u64, ChunkRecord)>),
+    Touch(String, u64, u64),
+    Remove(String),
+}
+
+struct Writer {
+    index: Arc<ProjectIndex>,
+    writer: tantivy::IndexWriter,
+    next_chunk_id: u64,
+    staged: Vec<Staged>,
+    lexical_paths: HashSet<String>,
+    first_staged: Option<Instant>,
+}
+
+impl Writer {
+    fn run(mut self, rx: Receiver<WriteOp>) {
+        loop {
+            let op = match self.first_staged {
+                None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+                Some(first) => rx.recv_timeout(COMMIT_INTERVAL.saturating_sub(first.elapsed())),
+            };
+            match op {
+                Ok(WriteOp::Flush(ack)) => {
+                    let outcome = self.commit().map_err(|e| e.to_string());
+                    let _ = ack.send(outcome);
+                }
+                Ok(op) => {
+                    if let Err(e) = self.stage(op) {
+                        self.fail(e);
+                    }
+                    if self.staged.len() >= MAX_STAGED_FILES {
+                        self.commit_or_fail();
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => self.commit_or_fail(),
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.commit_or_fail();
+                    return;
+                }
+            }
+        }
+    }
+
+    fn stage(&mut self, op: WriteOp) -> Result<(), IndexError> {
+        let lexical = &self.index.lexical;
+        self.first_staged.get_or_insert_with(Instant::now);
+        match op {
+            WriteOp::Upsert(update) => {
+                lexical.delete_path(&self.writer, &update.path);
+                let mut chunks = Vec::with_capacity(update.chunks.len());
+                for chunk in &update.chunks {
+                    let chunk_id = self.next_chunk_id;
+                    self.next_chunk_id += 1;
+                    lexical.add_chunk(
+                        &self.writer,
+                        &ChunkDoc {
+                            chunk_id,
+                            path: &update.path,
+                            language: update.language,
+                            start_line: chunk.start_line,
+                            end_line: chunk.end_line,
+                            symbol: None,
+                            kind: None,
+                            body: &chunk.text,
+                        },
+                    )?;
+                    chunks.push((
+                        chunk_id,
+                        ChunkRecord {
+                            path: update.path.clone(),
+                            start_line: chunk.start_line,
+                            end_line: chunk.end_line,
+                            symbol: None,
+                            kind: None,
+                            hash: xxhash_rust::xxh3::xxh3_64(chunk.text.as_bytes()),
+                        },
+                    ));
+                }
+                let record = FileRecord {
+                    size: update.size,
+                    mtime_ns: update.mtime_ns,
+                    hash: update.hash,
+                    language: update.language.to_string(),
+                    chunk_ids: chunks.iter().map(|(id, _)| *id).collect(),
+                };
+                self.lexical_paths.insert(update.path.clone());
+                self.staged.push(Staged::Put(update.path, record, chunks));
+            }
+            WriteOp::Touch {
+                path,
+                size,
+                mtime_ns,
+            } => self.staged.push(Staged::Touch(path, size, mtime_ns)),
+            WriteOp::Remove(path) => {
+                lexical.delete_path(&self.writer, &path);
+                self.lexical_paths.insert(path.clone());
+                self.staged.push(Staged::Remove(path));
+            }
+            WriteOp::Flush(_) => unreachable!("flush is handled by run"),
+        }
+        Ok(())
+    }
+
+    fn commit_or_fail(&mut self) {
+        if let Err(e) = self.commit() {
+            self.fail(e);
+        }
+    }
+
+    fn fail(&mut self, e: IndexError) {
+        tracing::error!(error = %e, "index commit failed; pending changes dropped");
+        self.index.progress.set_error(e.to_string());
+        let _ = self.writer.rollback();
+        self.staged.clear();
+        self.lexical_paths.clear();
+        self.first_staged = None;
+    }
+
+    fn commit(&mut self) -> Result<(), IndexError> {
+        self.first_staged = None;
+        if self.staged.is_empty() {
+            return Ok(());
+        }
+        let store = &self.index.store;
+        if !self.lexical_paths.is_empty() {
+            let mut txn = store.write_txn()?;
+            for path in &self.lexical_paths {
+                txn.mark_dirty(path)?;
+            }
+            txn.commit(self.next_chunk_id)?;
+            self.index.lexical.commit(&mut self.writer)?;
+        }
+        let mut txn = store.write_txn()?;
+        for staged in self.staged.drain(..) {
+            match staged {
+                Staged::Put(path, record, chunks) => txn.put_file(&path, &record, &chunks)?,
+                Staged::Touch(path, size, mtime_ns) => txn.touch_file(&path, size, mtime_ns)?,
+                Staged::Remove(path) => txn.remove_file(&path)?,
+            }
+        }
+        if !self.lexical_paths.is_empty() {
+            txn.clear_dirty()?;
+        }
+        txn.commit(self.next_chunk_id)?;
+        self.lexical_paths.clear();
+        self.index.progress.refresh_counts(store);
+        Ok(())
+    }
+}
+
+/// Undo a commit interrupted by a crash: drop every dirty path from tantivy and LMDB, so the
+/// next reconcile re-indexes those files from disk. Runs before the writer starts.
+pub fn recover(index: &ProjectIndex) -> Result<usize, IndexError> {
+    let dirty = index.store.dirty_paths()?;
+    if dirty.is_empty() {
+        return Ok(0);
+    }
+    let mut writer = index.lexical.writer()?;
+    for path in &dirty {
+        index.lexical.delete_path(&writer, path);
+    }
+    index.lexical.commit(&mut writer)?;
+    drop(writer);
+    let next_chunk_id = index.store.next_chunk_id()?;
+    let mut txn = index.store.write_txn()?;
+    for path in &dirty {
+        txn.remove_file(path)?;
+    }
+    txn.clear_dirty()?;
+    txn.commit(next_chunk_id)?;
+    Ok(dirty.len())
+}

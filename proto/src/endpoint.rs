@@ -1,0 +1,85 @@
+//! Where the daemon listens and keeps its data, and how clients dial it.
+//!
+//! Socket: `$AMANMCP_SOCKET`, else `<runtime dir>/amanmcp/amanmcpd.sock` (XDG_RUNTIME_DIR on
+//! Linux), else `<tmp>/amanmcp-<uid>/amanmcpd.sock`. The socket's directory must be 0700 and
+//! owned by the user. Data: `$AMANMCP_DATA_DIR`, else the per-user data directory.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tonic::transport::{Channel, Endpoint};
+
+use crate::DaemonClient;
+
+/// Environment variable that overrides the socket path.
+pub const SOCKET_ENV: &str = "AMANMCP_SOCKET";
+/// Environment variable that overrides the data directory.
+pub const DATA_DIR_ENV: &str = "AMANMCP_DATA_DIR";
+
+/// Errors locating or dialling the daemon.
+#[derive(Debug, thiserror::Error)]
+pub enum EndpointError {
+    /// No home directory could be found to derive default paths from.
+    #[error("cannot determine a per-user directory (no HOME?); set {0}")]
+    NoUserDir(&'static str),
+    /// The daemon is not reachable on the socket.
+    #[error("cannot connect to amanmcpd at {path}: {source}")]
+    Connect {
+        /// The socket path dialled.
+        path: PathBuf,
+        /// The transport error.
+        #[source]
+        source: tonic::transport::Error,
+    },
+}
+
+fn project_dirs() -> Option<directories::ProjectDirs> {
+    directories::ProjectDirs::from("", "", "amanmcp")
+}
+
+/// The path of the daemon's Unix socket.
+pub fn socket_path() -> Result<PathBuf, EndpointError> {
+    if let Some(path) = std::env::var_os(SOCKET_ENV).filter(|p| !p.is_empty()) {
+        return Ok(absolute(PathBuf::from(path)));
+    }
+    if let Some(runtime) = project_dirs().and_then(|d| d.runtime_dir().map(Path::to_path_buf)) {
+        return Ok(runtime.join("amanmcpd.sock"));
+    }
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::getuid() };
+    Ok(std::env::temp_dir()
+        .join(format!("amanmcp-{uid}"))
+        .join("amanmcpd.sock"))
+}
+
+/// The per-user directory holding every project's index and the daemon log.
+pub fn data_dir() -> Result<PathBuf, EndpointError> {
+    if let Some(path) = std::env::var_os(DATA_DIR_ENV).filter(|p| !p.is_empty()) {
+        return Ok(absolute(PathBuf::from(path)));
+    }
+    project_dirs()
+        .map(|d| d.data_dir().to_path_buf())
+        .ok_or(EndpointError::NoUserDir(DATA_DIR_ENV))
+}
+
+fn absolute(path: PathBuf) -> PathBuf {
+    std::path::absolute(&path).unwrap_or(path)
+}
+
+/// Dial the daemon on `socket`. Fails fast when nothing listens there.
+pub async fn connect(socket: &Path) -> Result<DaemonClient<Channel>, EndpointError> {
+    let uri = format!("unix://{}", socket.display());
+    let connect_err = |source| EndpointError::Connect {
+        path: socket.to_path_buf(),
+        source,
+    };
+    let channel = Endpoint::try_from(uri)
+        .map_err(connect_err)?
+        .connect_timeout(Duration::from_secs(2))
+        .connect()
+        .await
+        .map_err(connect_err)?;
+    Ok(DaemonClient::new(channel)
+        .max_decoding_message_size(64 << 20)
+        .max_encoding_message_size(64 << 20))
+}
