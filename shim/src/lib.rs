@@ -1,1 +1,10 @@
-//! placeholder
+//! The amanmcp shim: speaks MCP over stdio to an AI client and forwards to `amanmcpd`.
+//!
+//! Knows MCP and the gRPC client; knows nothing about indexing. [`link`] reaches (and if
+//! needed starts) the daemon, [`framing`] guards stdin, [`mcp`] is the MCP server,
+//! [`project`] decides which project a session serves.
+
+pub mod framing;
+pub mod link;
+pub mod mcp;
+pub mod project;

@@ -1,1 +1,207 @@
-fn main() {}
+//! `amanctl`: diagnostics for amanmcp. `amanctl status [--json]`, `amanctl stop`.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use amanmcp_proto::{endpoint, pb};
+use clap::{Parser, Subcommand};
+use serde_json::json;
+
+/// amanmcp diagnostics.
+#[derive(Parser)]
+#[command(name = "amanctl", version, about)]
+struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Show whether the daemon runs, and every project it serves. Exit 1 if it is down.
+    Status {
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Ask the daemon to stop.
+    Stop,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("amanctl: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(async move {
+        match args.command {
+            Command::Status { json } => status(json).await,
+            Command::Stop => stop().await,
+        }
+    })
+}
+
+fn state_name(state: i32) -> &'static str {
+    match pb::IndexState::try_from(state) {
+        Ok(pb::IndexState::Ready) => "ready",
+        Ok(pb::IndexState::Error) => "error",
+        Ok(pb::IndexState::Indexing) => "indexing",
+        _ => "unknown",
+    }
+}
+
+fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = n as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+async fn status(as_json: bool) -> ExitCode {
+    let socket = match endpoint::socket_path() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("amanctl: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let reply = match endpoint::connect(&socket).await {
+        Ok(mut client) => {
+            match tokio::time::timeout(Duration::from_secs(10), client.status(pb::StatusRequest {}))
+                .await
+            {
+                Ok(Ok(reply)) => Ok(reply.into_inner()),
+                Ok(Err(status)) => Err(status.message().to_string()),
+                Err(_) => Err("no answer within 10 s".to_string()),
+            }
+        }
+        Err(e) => Err(e.to_string()),
+    };
+    let reply = match reply {
+        Ok(reply) => reply,
+        Err(error) => {
+            if as_json {
+                println!(
+                    "{}",
+                    json!({"running": false, "socket": socket.display().to_string(), "error": error})
+                );
+            } else {
+                println!("amanmcpd: not running (socket {})", socket.display());
+                println!("  {error}");
+            }
+            return ExitCode::FAILURE;
+        }
+    };
+    if as_json {
+        let projects: Vec<_> = reply
+            .projects
+            .iter()
+            .map(|p| {
+                let mut v = json!({
+                    "root": p.root,
+                    "state": state_name(p.state),
+                    "files": p.files,
+                    "chunks": p.chunks,
+                    "files_done": p.files_done,
+                    "files_total": p.files_total,
+                    "index_bytes": p.index_bytes,
+                    "source_bytes": p.source_bytes,
+                    "skipped_files": p.skipped_files,
+                    "skipped": p.skipped.iter().map(|s| (s.reason.clone(), json!(s.files))).collect::<serde_json::Map<_, _>>(),
+                    "last_pass_ms": p.last_pass_ms,
+                });
+                if let Some(error) = &p.last_error {
+                    v["last_error"] = json!(error);
+                }
+                v
+            })
+            .collect();
+        println!(
+            "{}",
+            json!({
+                "running": true,
+                "version": reply.version,
+                "pid": reply.pid,
+                "uptime_ms": reply.uptime_ms,
+                "socket": reply.socket_path,
+                "data_dir": reply.data_dir,
+                "projects": projects,
+            })
+        );
+    } else {
+        println!("amanmcpd: running");
+        println!("  version: {}", reply.version);
+        println!("  pid:     {}", reply.pid);
+        println!("  uptime:  {:.1}s", reply.uptime_ms as f64 / 1000.0);
+        println!("  socket:  {}", reply.socket_path);
+        println!("  data:    {}", reply.data_dir);
+        println!("projects: {}", reply.projects.len());
+        for p in &reply.projects {
+            let state = match state_name(p.state) {
+                "indexing" => format!("indexing {}/{}", p.files_done, p.files_total),
+                other => other.to_string(),
+            };
+            println!("  {}", p.root);
+            println!("    state:  {state}");
+            println!("    files:  {}  chunks: {}", p.files, p.chunks);
+            println!(
+                "    index:  {} (source {})",
+                human_bytes(p.index_bytes),
+                human_bytes(p.source_bytes)
+            );
+            if p.skipped_files > 0 {
+                let parts: Vec<String> = p
+                    .skipped
+                    .iter()
+                    .map(|s| format!("{} {}", s.files, s.reason))
+                    .collect();
+                println!("    skipped: {}", parts.join(", "));
+            }
+            println!(
+                "    last error: {}",
+                p.last_error.as_deref().unwrap_or("none")
+            );
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+async fn stop() -> ExitCode {
+    let socket = match endpoint::socket_path() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("amanctl: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match endpoint::connect(&socket).await {
+        Ok(mut client) => match client.shutdown(pb::ShutdownRequest {}).await {
+            Ok(_) => {
+                println!("amanmcpd: stopping");
+                ExitCode::SUCCESS
+            }
+            Err(status) => {
+                eprintln!("amanctl: {}", status.message());
+                ExitCode::FAILURE
+            }
+        },
+        Err(_) => {
+            println!("amanmcpd: not running (socket {})", socket.display());
+            ExitCode::FAILURE
+        }
+    }
+}
