@@ -1,1 +1,327 @@
-//! placeholder
+//! Helpers for the end-to-end tests: locate the real binaries, give each test its own HOME,
+//! XDG directories, socket and data directory, and speak raw MCP to a shim.
+//!
+//! The binaries must be built first (`cargo build --workspace`); the tests never stand in for
+//! them.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// Directory holding the built binaries: `$AMANMCP_BIN_DIR`, else the cargo target directory
+/// this test binary lives in.
+pub fn bin_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("AMANMCP_BIN_DIR") {
+        return PathBuf::from(dir);
+    }
+    let exe = std::env::current_exe().expect("current_exe");
+    // target/<profile>/deps/e2e-<hash>
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("test binary inside target/<profile>/deps")
+        .to_path_buf()
+}
+
+/// Path of a built binary; panics with instructions if it is missing.
+pub fn bin(name: &str) -> PathBuf {
+    let path = bin_dir().join(name);
+    assert!(
+        path.is_file(),
+        "{} not found: run `cargo build --workspace` before the tests",
+        path.display()
+    );
+    path
+}
+
+/// One test's private world: HOME, XDG dirs, socket and data dir under a temp dir.
+pub struct TestEnv {
+    dir: tempfile::TempDir,
+}
+
+impl Default for TestEnv {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TestEnv {
+    /// A fresh environment (under /tmp, so socket paths stay short).
+    pub fn new() -> TestEnv {
+        let dir = tempfile::Builder::new()
+            .prefix("amanmcp-e2e-")
+            .tempdir_in("/tmp")
+            .expect("temp dir");
+        for sub in ["home", "run", "data", "projects"] {
+            std::fs::create_dir_all(dir.path().join(sub)).unwrap();
+        }
+        TestEnv { dir }
+    }
+
+    /// Root of the environment.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The socket path the daemon uses.
+    pub fn socket(&self) -> PathBuf {
+        self.path().join("run/amanmcp/amanmcpd.sock")
+    }
+
+    /// The daemon's data directory.
+    pub fn data_dir(&self) -> PathBuf {
+        self.path().join("data/amanmcp")
+    }
+
+    /// Create a project directory with `files` (relative path, content).
+    pub fn project(&self, name: &str, files: &[(&str, &str)]) -> PathBuf {
+        let root = self.path().join("projects").join(name);
+        for (rel, content) in files {
+            let path = root.join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, content).unwrap();
+        }
+        std::fs::create_dir_all(&root).unwrap();
+        root.canonicalize().unwrap()
+    }
+
+    /// Apply this environment to `command`.
+    pub fn apply(&self, command: &mut Command) {
+        command
+            .env("HOME", self.path().join("home"))
+            .env("XDG_RUNTIME_DIR", self.path().join("run"))
+            .env("XDG_DATA_HOME", self.path().join("data"))
+            .env("XDG_CONFIG_HOME", self.path().join("home/.config"))
+            .env("XDG_CACHE_HOME", self.path().join("home/.cache"))
+            .env("AMANMCP_SOCKET", self.socket())
+            .env("AMANMCP_DATA_DIR", self.data_dir())
+            .env("AMANMCP_DAEMON_BIN", bin("amanmcpd"))
+            .env("AMANMCP_LOG", "info");
+    }
+
+    /// A command for one of the binaries, in this environment.
+    pub fn command(&self, name: &str) -> Command {
+        let mut command = Command::new(bin(name));
+        self.apply(&mut command);
+        command
+    }
+
+    /// `amanctl status --json`, parsed, with its exit status.
+    pub fn status(&self) -> (bool, Value) {
+        let out = self
+            .command("amanctl")
+            .args(["status", "--json"])
+            .output()
+            .expect("run amanctl");
+        let value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "amanctl status --json printed invalid JSON ({e}): {}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        });
+        (out.status.success(), value)
+    }
+
+    /// The running daemon's pid, from `amanctl status`.
+    pub fn daemon_pid(&self) -> Option<i32> {
+        let (ok, status) = self.status();
+        ok.then(|| status["pid"].as_i64().expect("pid") as i32)
+    }
+
+    /// Wait until `f` holds, or panic after `timeout` with `what`.
+    pub fn wait_for(&self, timeout: Duration, what: &str, mut f: impl FnMut() -> bool) {
+        let deadline = Instant::now() + timeout;
+        while !f() {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The daemon log, for failure messages.
+    pub fn daemon_log(&self) -> String {
+        std::fs::read_to_string(self.data_dir().join("amanmcpd.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for TestEnv {
+    fn drop(&mut self) {
+        // Stop whatever daemon this test started (it is detached from the test process).
+        let lock = self.socket().with_extension("lock");
+        if let Some(pid) = std::fs::read_to_string(lock)
+            .ok()
+            .and_then(|s| s.trim().parse::<i32>().ok())
+        {
+            // SAFETY: kill has no memory-safety preconditions.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+}
+
+/// A shim process spoken to in raw JSON-RPC lines.
+pub struct Shim {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    next_id: u64,
+}
+
+impl Shim {
+    /// Start `amanmcp serve --project <root>` in `env`.
+    pub fn start(env: &TestEnv, root: &Path) -> Shim {
+        Shim::start_with(env, root, &[])
+    }
+
+    /// Like [`Shim::start`], with extra environment variables.
+    pub fn start_with(env: &TestEnv, root: &Path, vars: &[(&str, &std::ffi::OsStr)]) -> Shim {
+        let mut command = env.command("amanmcp");
+        command.envs(vars.iter().copied());
+        let mut child = command
+            .arg("serve")
+            .arg("--project")
+            .arg(root)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn amanmcp");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Shim {
+            stdin: child.stdin.take(),
+            child,
+            lines,
+            next_id: 1,
+        }
+    }
+
+    /// Write one raw line.
+    pub fn send_raw(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Next message from the shim, within `timeout`.
+    pub fn recv(&mut self, timeout: Duration) -> Value {
+        let line = self
+            .lines
+            .recv_timeout(timeout)
+            .unwrap_or_else(|e| panic!("no message from the shim within {timeout:?}: {e}"));
+        serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("shim wrote invalid JSON {line:?}: {e}"))
+    }
+
+    /// Send a request and wait for its response (skipping notifications).
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send_raw(
+            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string(),
+        );
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let message = self.recv(left);
+            if message["id"] == json!(id) {
+                return message;
+            }
+        }
+    }
+
+    /// The MCP handshake.
+    pub fn initialize(&mut self) -> Value {
+        let reply = self.request(
+            "initialize",
+            json!({
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "amanmcp-e2e", "version": "0"}
+            }),
+        );
+        self.send_raw(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        reply
+    }
+
+    /// `tools/call`; returns the JSON-RPC response.
+    pub fn call_tool(&mut self, name: &str, arguments: Value) -> Value {
+        self.request("tools/call", json!({"name": name, "arguments": arguments}))
+    }
+
+    /// Search until a result in `path` appears (the first index may still be running).
+    pub fn search_until(&mut self, query: &str, path: &str) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let reply = self.call_tool("search", json!({"query": query}));
+            let result = &reply["result"];
+            assert_ne!(result["isError"], json!(true), "search failed: {reply}");
+            let found = result["structuredContent"]["results"]
+                .as_array()
+                .is_some_and(|hits| hits.iter().any(|h| h["path"] == path));
+            if found {
+                return result.clone();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "search for {query:?} never returned {path}: {reply}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Close stdin and wait for the process to exit, within `timeout`.
+    pub fn close(mut self, timeout: Duration) -> std::process::ExitStatus {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "shim did not exit within {timeout:?} of stdin EOF"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Shim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The Python interpreter with the official MCP SDK: `$AMANMCP_TEST_PYTHON`, else the
+/// workspace's `.venv-test` that `.ci/run` creates.
+pub fn python() -> PathBuf {
+    if let Some(python) = std::env::var_os("AMANMCP_TEST_PYTHON") {
+        return PathBuf::from(python);
+    }
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv-test/bin/python");
+    assert!(
+        path.is_file(),
+        "{} not found: create it with `python3 -m venv .venv-test && .venv-test/bin/pip install -r tests/clients/requirements.txt` (bash .ci/run does this)",
+        path.display()
+    );
+    path
+}
+
+/// Path of a client script under `tests/clients`.
+pub fn client_script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("clients")
+        .join(name)
+}

@@ -1,0 +1,90 @@
+//! The daemon and amanctl on their own.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use amanmcp_tests::TestEnv;
+
+#[test]
+fn amanctl_status_exits_non_zero_when_the_daemon_is_down() {
+    let env = TestEnv::new();
+    let (running, status) = env.status();
+    assert!(!running);
+    assert_eq!(status["running"], false, "{status}");
+    let out = env.command("amanctl").arg("status").output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("not running"));
+}
+
+#[test]
+fn a_second_daemon_is_refused_cleanly() {
+    let env = TestEnv::new();
+    let mut first = env
+        .command("amanmcpd")
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start amanmcpd");
+    env.wait_for(Duration::from_secs(10), "the daemon to listen", || {
+        env.daemon_pid().is_some()
+    });
+    let second = env.command("amanmcpd").output().unwrap();
+    assert_eq!(second.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(stderr.contains("already running"), "{stderr}");
+    // The first one is unharmed.
+    assert_eq!(env.daemon_pid(), Some(first.id() as i32));
+    let stop = env.command("amanctl").arg("stop").output().unwrap();
+    assert!(stop.status.success());
+    let status = first.wait().unwrap();
+    assert!(status.success(), "{status}");
+    assert!(!env.socket().exists(), "socket removed on shutdown");
+}
+
+#[test]
+fn amanctl_status_reports_projects_in_text_and_json() {
+    let env = TestEnv::new();
+    let root = env.project(
+        "proj",
+        &[
+            ("a.py", "def alpha():\n    return 1\n"),
+            ("b.rs", "fn beta() {}\n"),
+        ],
+    );
+    let mut daemon = env
+        .command("amanmcpd")
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    env.wait_for(Duration::from_secs(10), "the daemon to listen", || {
+        env.daemon_pid().is_some()
+    });
+    let mut shim = amanmcp_tests::Shim::start(&env, &root);
+    shim.initialize();
+    shim.search_until("alpha", "a.py");
+    let (running, status) = env.status();
+    assert!(running);
+    assert_eq!(status["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(status["pid"], daemon.id());
+    let project = &status["projects"][0];
+    assert_eq!(project["root"], root.to_str().unwrap());
+    assert_eq!(project["state"], "ready", "{status}");
+    assert_eq!(project["files"], 2);
+    assert!(project["chunks"].as_u64().unwrap() >= 2);
+    assert!(project["index_bytes"].as_u64().unwrap() > 0);
+    let text = env.command("amanctl").arg("status").output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    for needle in [
+        "running",
+        "pid:",
+        "uptime:",
+        "socket:",
+        root.to_str().unwrap(),
+        "ready",
+        "last error: none",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing from:\n{text}");
+    }
+    drop(shim);
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+}

@@ -1,0 +1,5 @@
+//! End-to-end tests over the real binaries. Each test has its own HOME, XDG dirs, socket and
+//! data directory (see `amanmcp_tests::TestEnv`).
+
+mod daemon;
+mod mcp;

@@ -1,0 +1,279 @@
+//! The shim as MCP clients see it.
+
+use std::os::unix::fs::PermissionsExt;
+use std::time::{Duration, Instant};
+
+use amanmcp_tests::{Shim, TestEnv, bin, client_script, python};
+use serde_json::json;
+
+const AUTH_PY: &str = r#"import hashlib
+
+
+def verify_password(user, candidate):
+    """Check a login attempt against the stored hash."""
+    digest = hashlib.pbkdf2_hmac("sha256", candidate, user.salt, 100_000)
+    return digest == user.password_digest
+"#;
+
+const LIB_RS: &str = r#"/// Parses the retry budget from the environment.
+pub fn parseRetryBudget(raw: &str) -> Option<u32> {
+    raw.trim().parse().ok()
+}
+"#;
+
+#[test]
+fn python_sdk_client_finds_a_function_by_a_word_from_its_body() {
+    let env = TestEnv::new();
+    let root = env.project(
+        "pyproj",
+        &[
+            ("app/auth.py", AUTH_PY),
+            ("src/lib.rs", LIB_RS),
+            ("README.md", "# demo\n"),
+        ],
+    );
+    let mut command = std::process::Command::new(python());
+    env.apply(&mut command);
+    let out = command
+        .arg(client_script("py_search.py"))
+        .arg(bin("amanmcp"))
+        .arg(&root)
+        .args(["pbkdf2_hmac", "app/auth.py", "6"])
+        .output()
+        .expect("run the Python SDK client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("OK"),
+        "Python SDK client failed:\n{stdout}\n{}\ndaemon log:\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        env.daemon_log()
+    );
+    // amanctl shows the project the client used.
+    let (running, status) = env.status();
+    assert!(running, "{status}");
+    let roots: Vec<_> = status["projects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["root"].as_str())
+        .collect();
+    assert_eq!(roots, [root.to_str().unwrap()], "{status}");
+}
+
+#[test]
+fn two_shims_on_two_projects_share_one_daemon() {
+    let env = TestEnv::new();
+    let a = env.project("alpha", &[("auth.py", AUTH_PY)]);
+    let b = env.project("beta", &[("src/lib.rs", LIB_RS)]);
+    let mut shim_a = Shim::start(&env, &a);
+    let mut shim_b = Shim::start(&env, &b);
+    shim_a.initialize();
+    shim_b.initialize();
+    shim_a.search_until("verify_password", "auth.py");
+    let result = shim_b.search_until("retry budget", "src/lib.rs");
+    // Each shim sees only its own project.
+    let hits = result["structuredContent"]["results"].as_array().unwrap();
+    assert!(hits.iter().all(|h| h["path"] == "src/lib.rs"), "{result}");
+    let reply = shim_a.call_tool("search", json!({"query": "parseRetryBudget"}));
+    assert_eq!(reply["result"]["structuredContent"]["total"], 0, "{reply}");
+
+    let (running, status) = env.status();
+    assert!(running);
+    let mut roots: Vec<_> = status["projects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["root"].as_str())
+        .collect();
+    roots.sort();
+    assert_eq!(
+        roots,
+        [a.to_str().unwrap(), b.to_str().unwrap()],
+        "{status}"
+    );
+    // One daemon: exactly one process holds the per-user lock, and it is the one answering.
+    let lock_pid = std::fs::read_to_string(env.socket().with_extension("lock")).unwrap();
+    assert_eq!(lock_pid.trim(), status["pid"].to_string());
+}
+
+#[test]
+fn killing_the_daemon_mid_session_is_survived() {
+    let env = TestEnv::new();
+    let root = env.project("proj", &[("auth.py", AUTH_PY)]);
+    let mut shim = Shim::start(&env, &root);
+    shim.initialize();
+    shim.search_until("pbkdf2_hmac", "auth.py");
+    let first = env.daemon_pid().expect("daemon running");
+    // SAFETY: kill has no memory-safety preconditions.
+    assert_eq!(unsafe { libc::kill(first, libc::SIGKILL) }, 0);
+    env.wait_for(Duration::from_secs(10), "the daemon to die", || {
+        // SAFETY: signal 0 only checks for existence.
+        unsafe { libc::kill(first, 0) != 0 }
+    });
+    // The next call restarts the daemon and answers from the index on disk.
+    let result = shim.search_until("pbkdf2_hmac", "auth.py");
+    assert_eq!(result["isError"], json!(false));
+    let second = env.daemon_pid().expect("daemon restarted");
+    assert_ne!(first, second);
+    assert_eq!(shim.close(Duration::from_secs(5)).code(), Some(0));
+}
+
+#[test]
+fn malformed_json_gets_a_parse_error_and_the_shim_stays_alive() {
+    let env = TestEnv::new();
+    let root = env.project("proj", &[("auth.py", AUTH_PY)]);
+    let mut shim = Shim::start(&env, &root);
+    shim.initialize();
+    for bad in ["{not json", "[1, 2", "}}}", "\u{1}\u{2}"] {
+        shim.send_raw(bad);
+        let reply = shim.recv(Duration::from_secs(5));
+        assert_eq!(reply["error"]["code"], -32700, "reply to {bad:?}: {reply}");
+        assert_eq!(reply["id"], json!(null));
+    }
+    // Valid JSON that is not a JSON-RPC message is an invalid request.
+    shim.send_raw(r#"{"hello": "world"}"#);
+    let reply = shim.recv(Duration::from_secs(5));
+    assert_eq!(reply["error"]["code"], -32600, "{reply}");
+    // Still serving.
+    let reply = shim.request("ping", json!({}));
+    assert_eq!(reply["result"], json!({}), "{reply}");
+    shim.search_until("verify_password", "auth.py");
+}
+
+#[test]
+fn tool_errors_name_the_parameter() {
+    let env = TestEnv::new();
+    let root = env.project("proj", &[("auth.py", AUTH_PY)]);
+    let mut shim = Shim::start(&env, &root);
+    shim.initialize();
+    for (args, needle) in [
+        (json!({}), "query"),
+        (json!({"query": 5}), "query"),
+        (json!({"query": "   "}), "query"),
+        (json!({"query": "x", "limit": 0}), "limit"),
+        (json!({"query": "x", "limit": 101}), "limit"),
+        (json!({"query": "x", "limit": "ten"}), "limit"),
+        (json!({"query": "x", "path": 3}), "path"),
+        (json!({"query": "x", "path": "src/[oops"}), "path"),
+        (json!({"query": "x", "language": ["rust"]}), "language"),
+    ] {
+        let reply = shim.call_tool("search", args.clone());
+        let result = &reply["result"];
+        assert_eq!(result["isError"], json!(true), "{args} -> {reply}");
+        let text = result["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains(needle), "{args} -> {text}");
+    }
+    let reply = shim.call_tool("no-such-tool", json!({}));
+    assert_eq!(reply["error"]["code"], -32602, "{reply}");
+}
+
+#[test]
+fn search_filters_by_path_glob_and_language() {
+    let env = TestEnv::new();
+    let root = env.project(
+        "proj",
+        &[
+            ("app/auth.py", AUTH_PY),
+            ("docs/auth.md", "# Auth\nWe verify_password with pbkdf2.\n"),
+            ("src/lib.rs", "// verify_password lives in app/auth.py\n"),
+        ],
+    );
+    let mut shim = Shim::start(&env, &root);
+    shim.initialize();
+    shim.search_until("verify_password", "src/lib.rs");
+    let paths = |reply: &serde_json::Value| -> Vec<String> {
+        let mut paths: Vec<String> = reply["result"]["structuredContent"]["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["path"].as_str().unwrap().to_string())
+            .collect();
+        paths.sort();
+        paths
+    };
+    let all = shim.call_tool("search", json!({"query": "verify_password"}));
+    assert_eq!(
+        paths(&all),
+        ["app/auth.py", "docs/auth.md", "src/lib.rs"],
+        "{all}"
+    );
+    let py = shim.call_tool(
+        "search",
+        json!({"query": "verify_password", "language": "python"}),
+    );
+    assert_eq!(paths(&py), ["app/auth.py"]);
+    let docs = shim.call_tool(
+        "search",
+        json!({"query": "verify_password", "path": "docs/"}),
+    );
+    assert_eq!(paths(&docs), ["docs/auth.md"]);
+    let rs = shim.call_tool(
+        "search",
+        json!({"query": "verify_password", "path": "*.rs"}),
+    );
+    assert_eq!(paths(&rs), ["src/lib.rs"]);
+    let one = shim.call_tool("search", json!({"query": "verify_password", "limit": 1}));
+    let content = &one["result"]["structuredContent"];
+    assert_eq!(content["results"].as_array().unwrap().len(), 1);
+    assert_eq!(content["total"], 3);
+    assert_eq!(content["truncated"], true);
+}
+
+#[test]
+fn initialize_is_answered_at_once_even_when_the_daemon_cannot_start() {
+    let env = TestEnv::new();
+    let root = env.project("proj", &[("auth.py", AUTH_PY)]);
+    let broken = env.path().join("no-such-daemon");
+    let mut shim = Shim::start_with(&env, &root, &[("AMANMCP_DAEMON_BIN", broken.as_os_str())]);
+    let started = Instant::now();
+    let reply = shim.initialize();
+    assert_eq!(reply["result"]["serverInfo"]["name"], "amanmcp", "{reply}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let reply = shim.call_tool("search", json!({"query": "verify_password"}));
+    assert_eq!(reply["result"]["isError"], json!(true), "{reply}");
+    let text = reply["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("not reachable"), "{text}");
+}
+
+#[test]
+fn the_shim_exits_promptly_on_stdin_eof() {
+    let env = TestEnv::new();
+    let root = env.project("proj", &[("auth.py", AUTH_PY)]);
+    // Before initialize.
+    let shim = Shim::start(&env, &root);
+    assert_eq!(shim.close(Duration::from_secs(5)).code(), Some(0));
+    // After a session.
+    let mut shim = Shim::start(&env, &root);
+    shim.initialize();
+    shim.search_until("verify_password", "auth.py");
+    assert_eq!(shim.close(Duration::from_secs(5)).code(), Some(0));
+}
+
+#[test]
+fn the_index_lives_outside_the_project_and_the_socket_is_private() {
+    let env = TestEnv::new();
+    let root = env.project("proj", &[("auth.py", AUTH_PY)]);
+    let mut shim = Shim::start(&env, &root);
+    shim.initialize();
+    shim.search_until("verify_password", "auth.py");
+    let entries: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(
+        entries,
+        ["auth.py"],
+        "nothing may be written into the project"
+    );
+    assert!(env.data_dir().join("projects").is_dir());
+    let dir_mode = std::fs::metadata(env.socket().parent().unwrap())
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(dir_mode & 0o777, 0o700);
+    let sock_mode = std::fs::metadata(env.socket())
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(sock_mode & 0o077, 0, "socket mode {sock_mode:o}");
+}
