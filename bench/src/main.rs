@@ -1,1 +1,386 @@
-fn main() {}
+//! `amanmcp-bench`: indexing and search figures for a directory, through the real daemon.
+//!
+//! Starts its own `amanmcpd` (temp socket and data dir, never the user's), then prints:
+//! cold index time, files/s, MB/s, chunks, index bytes (and ratio to source), no-change
+//! re-index time, search latency p50/p99 over a fixed query list through gRPC directly and
+//! through the real `amanmcp` shim (MCP over stdio), and the shim's spawn -> initialize time.
+//!
+//!     cargo build --release --workspace
+//!     target/release/amanmcp-bench index /path/to/repo [--rounds 5]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use amanmcp_proto::{DaemonClient, endpoint, pb};
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand};
+use serde_json::{Value, json};
+use tonic::transport::Channel;
+
+/// Benchmarks for amanmcp.
+#[derive(Parser)]
+#[command(name = "amanmcp-bench")]
+struct Args {
+    #[command(subcommand)]
+    command: BenchCommand,
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// Cold index, re-index and search latency on DIR.
+    Index {
+        /// The directory to index.
+        dir: PathBuf,
+        /// Rounds over the query list for latency figures.
+        #[arg(long, default_value_t = 5)]
+        rounds: usize,
+        /// Extra queries, one per line (added to the built-in list).
+        #[arg(long)]
+        queries: Option<PathBuf>,
+    },
+}
+
+/// Queries typical of an agent looking around an unfamiliar repository.
+const QUERIES: &[&str] = &[
+    "error handling",
+    "parse configuration file",
+    "read file contents",
+    "http request timeout",
+    "thread pool spawn",
+    "unit test fixture",
+    "cache invalidation",
+    "serialize to json",
+    "command line arguments",
+    "logging setup",
+    "matrix determinant",
+    "simplify expression",
+    "async runtime block_on",
+    "retry with backoff",
+    "permission denied",
+    "TODO",
+    "__init__",
+    "fn main",
+    "def test_",
+    "where is authentication handled",
+];
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    match args.command {
+        BenchCommand::Index {
+            dir,
+            rounds,
+            queries,
+        } => {
+            let mut list: Vec<String> = QUERIES.iter().map(|q| q.to_string()).collect();
+            if let Some(path) = queries {
+                let text = std::fs::read_to_string(&path)
+                    .with_context(|| format!("reading {}", path.display()))?;
+                list.extend(
+                    text.lines()
+                        .filter(|l| !l.trim().is_empty())
+                        .map(String::from),
+                );
+            }
+            let runtime = tokio::runtime::Runtime::new()?;
+            runtime.block_on(bench_index(&dir, rounds, &list))
+        }
+    }
+}
+
+fn bin(name: &str) -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let path = exe.parent().context("exe dir")?.join(name);
+    if !path.is_file() {
+        bail!("{} not found: build the workspace first", path.display());
+    }
+    Ok(path)
+}
+
+struct Daemon {
+    child: Child,
+    socket: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn start_daemon() -> anyhow::Result<(Daemon, DaemonClient<Channel>)> {
+    let dir = tempfile::Builder::new()
+        .prefix("amanmcp-bench-")
+        .tempdir_in("/tmp")?;
+    let socket = dir.path().join("run/amanmcpd.sock");
+    let child = Command::new(bin("amanmcpd")?)
+        .arg("--socket")
+        .arg(&socket)
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .env("AMANMCP_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()?;
+    let daemon = Daemon {
+        child,
+        socket: socket.clone(),
+        _dir: dir,
+    };
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        match endpoint::connect(&socket).await {
+            Ok(client) => return Ok((daemon, client)),
+            Err(e) if Instant::now() > deadline => return Err(e.into()),
+            Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+        }
+    }
+}
+
+async fn project_status(
+    client: &mut DaemonClient<Channel>,
+    root: &str,
+) -> anyhow::Result<pb::ProjectStatus> {
+    let reply = client.status(pb::StatusRequest {}).await?.into_inner();
+    reply
+        .projects
+        .into_iter()
+        .find(|p| p.root == root)
+        .context("project not loaded")
+}
+
+/// Wait until `passes` passes have finished.
+async fn wait_for_pass(
+    client: &mut DaemonClient<Channel>,
+    root: &str,
+    passes: u64,
+) -> anyhow::Result<pb::ProjectStatus> {
+    loop {
+        let status = project_status(client, root).await?;
+        if status.passes >= passes {
+            return Ok(status);
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[idx]
+}
+
+fn summary(mut samples: Vec<f64>) -> String {
+    samples.sort_by(f64::total_cmp);
+    format!(
+        "p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms (n={})",
+        percentile(&samples, 0.5),
+        percentile(&samples, 0.99),
+        samples.last().copied().unwrap_or(f64::NAN),
+        samples.len()
+    )
+}
+
+async fn bench_index(dir: &Path, rounds: usize, queries: &[String]) -> anyhow::Result<()> {
+    let root = dir
+        .canonicalize()
+        .with_context(|| format!("{}", dir.display()))?;
+    let root_str = root.to_string_lossy().into_owned();
+    let (daemon, mut client) = start_daemon().await?;
+    println!("amanmcp-bench index {root_str}");
+
+    // Cold index.
+    let started = Instant::now();
+    client
+        .open_project(pb::OpenProjectRequest {
+            root: root_str.clone(),
+        })
+        .await?;
+    let mut first_searchable = None;
+    let status = loop {
+        let status = project_status(&mut client, &root_str).await?;
+        if first_searchable.is_none() && status.chunks > 0 {
+            first_searchable = Some(started.elapsed());
+        }
+        if status.passes >= 1 {
+            break status;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    let cold = started.elapsed().as_secs_f64();
+    let mb = status.source_bytes as f64 / 1e6;
+    println!(
+        "cold index:        {cold:.2} s wall ({} ms in the daemon's pass)",
+        status.last_pass_ms
+    );
+    if let Some(t) = first_searchable {
+        println!("first searchable:  {:.2} s", t.as_secs_f64());
+    }
+    println!(
+        "files:             {} indexed, {} skipped",
+        status.files, status.skipped_files
+    );
+    println!("chunks:            {}", status.chunks);
+    println!("source:            {mb:.2} MB");
+    println!(
+        "throughput:        {:.0} files/s, {:.2} MB/s",
+        status.files as f64 / cold,
+        mb / cold
+    );
+    println!(
+        "index size:        {:.2} MB ({:.2}x source)",
+        status.index_bytes as f64 / 1e6,
+        status.index_bytes as f64 / status.source_bytes.max(1) as f64
+    );
+    if let Some(error) = &status.last_error {
+        println!("last error:        {error}");
+    }
+
+    // No-change re-index.
+    let started = Instant::now();
+    client
+        .open_project(pb::OpenProjectRequest {
+            root: root_str.clone(),
+        })
+        .await?;
+    let again = wait_for_pass(&mut client, &root_str, status.passes + 1).await?;
+    println!(
+        "no-change reindex: {:.3} s wall ({} ms in the daemon's pass)",
+        started.elapsed().as_secs_f64(),
+        again.last_pass_ms
+    );
+
+    // Search latency over gRPC.
+    let mut grpc = Vec::new();
+    let mut hits = 0usize;
+    for _ in 0..rounds {
+        for query in queries {
+            let t = Instant::now();
+            let reply = client
+                .search(pb::SearchRequest {
+                    root: root_str.clone(),
+                    query: query.clone(),
+                    limit: 10,
+                    ..Default::default()
+                })
+                .await?
+                .into_inner();
+            grpc.push(t.elapsed().as_secs_f64() * 1e3);
+            hits += reply.results.len();
+        }
+    }
+    println!("search via gRPC:   {}", summary(grpc));
+
+    // Search latency through the real shim (MCP over stdio).
+    let (spawn_to_init, shim) = shim_latencies(&daemon.socket, &root, rounds, queries)?;
+    println!("search via shim:   {}", summary(shim));
+    println!("shim spawn->initialize: {}", summary(spawn_to_init));
+    println!(
+        "(mean results per query: {:.1})",
+        hits as f64 / (rounds * queries.len()).max(1) as f64
+    );
+    drop(daemon);
+    Ok(())
+}
+
+struct ShimProcess {
+    child: Child,
+    lines: std::io::Lines<BufReader<std::process::ChildStdout>>,
+}
+
+impl ShimProcess {
+    fn spawn(socket: &Path, root: &Path) -> anyhow::Result<ShimProcess> {
+        let mut child = Command::new(bin("amanmcp")?)
+            .args(["serve", "--project"])
+            .arg(root)
+            .env(endpoint::SOCKET_ENV, socket)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let stdout = child.stdout.take().context("stdout")?;
+        Ok(ShimProcess {
+            child,
+            lines: BufReader::new(stdout).lines(),
+        })
+    }
+
+    fn request(&mut self, id: u64, method: &str, params: Value) -> anyhow::Result<Value> {
+        let stdin = self.child.stdin.as_mut().context("stdin")?;
+        writeln!(
+            stdin,
+            "{}",
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+        )?;
+        stdin.flush()?;
+        loop {
+            let line = self.lines.next().context("shim closed stdout")??;
+            let message: Value = serde_json::from_str(&line)?;
+            if message["id"] == json!(id) {
+                return Ok(message);
+            }
+        }
+    }
+
+    fn initialize(&mut self) -> anyhow::Result<()> {
+        self.request(
+            0,
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}),
+        )?;
+        let stdin = self.child.stdin.as_mut().context("stdin")?;
+        writeln!(
+            stdin,
+            r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+        )?;
+        Ok(())
+    }
+}
+
+impl Drop for ShimProcess {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+fn shim_latencies(
+    socket: &Path,
+    root: &Path,
+    rounds: usize,
+    queries: &[String],
+) -> anyhow::Result<(Vec<f64>, Vec<f64>)> {
+    let mut spawn_to_init = Vec::new();
+    for _ in 0..20 {
+        let t = Instant::now();
+        let mut shim = ShimProcess::spawn(socket, root)?;
+        shim.initialize()?;
+        spawn_to_init.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    let mut shim = ShimProcess::spawn(socket, root)?;
+    shim.initialize()?;
+    let mut samples = Vec::new();
+    let mut id = 1;
+    for _ in 0..rounds {
+        for query in queries {
+            let t = Instant::now();
+            let reply = shim.request(
+                id,
+                "tools/call",
+                json!({"name": "search", "arguments": {"query": query, "limit": 10}}),
+            )?;
+            samples.push(t.elapsed().as_secs_f64() * 1e3);
+            if reply["result"]["isError"] == json!(true) {
+                bail!("search {query:?} failed: {reply}");
+            }
+            id += 1;
+        }
+    }
+    Ok((spawn_to_init, samples))
+}

@@ -41,6 +41,7 @@ pub struct Progress {
     files_total: AtomicU64,
     source_bytes: AtomicU64,
     last_pass_ms: AtomicU64,
+    passes: AtomicU64,
     skipped: [AtomicU64; 5],
     last_error: Mutex<Option<String>>,
 }
@@ -104,6 +105,11 @@ impl Progress {
         self.source_bytes.store(source_bytes, Ordering::Relaxed);
         self.last_pass_ms.store(elapsed_ms, Ordering::Relaxed);
     }
+
+    /// Count a finished pass (successful or not).
+    fn pass_finished(&self) {
+        self.passes.fetch_add(1, Ordering::Release);
+    }
 }
 
 /// A snapshot of a project's status.
@@ -131,6 +137,8 @@ pub struct ProjectStatus {
     pub last_error: Option<String>,
     /// Duration of the last pass.
     pub last_pass_ms: u64,
+    /// Passes finished since the project was loaded.
+    pub passes: u64,
 }
 
 /// The storage of a project: shared by its writer thread and its readers.
@@ -265,6 +273,7 @@ impl Project {
                 progress.set_error(message);
             }
         }
+        progress.pass_finished();
     }
 
     /// A snapshot of the project's status.
@@ -292,6 +301,7 @@ impl Project {
                 .unwrap_or_else(|e| e.into_inner())
                 .clone(),
             last_pass_ms: p.last_pass_ms.load(Ordering::Relaxed),
+            passes: p.passes.load(Ordering::Acquire),
         }
     }
 

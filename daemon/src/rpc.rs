@@ -71,6 +71,7 @@ fn project_status_to_pb(s: ProjectStatus) -> pb::ProjectStatus {
         skipped_files: s.skipped.iter().map(|(_, n)| n).sum(),
         last_error: s.last_error,
         last_pass_ms: s.last_pass_ms,
+        passes: s.passes,
         skipped: s
             .skipped
             .into_iter()

@@ -32,16 +32,16 @@ pub struct Config {
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
     /// Another daemon holds the lock.
-    #[error("amanmcpd is already running (pid {pid}) on {socket}")]
+    #[error("amanmcpd is already running (pid {pid}; lock {lock})")]
     AlreadyRunning {
         /// The other daemon's pid, as recorded in the lock file.
         pid: String,
-        /// The socket it serves.
-        socket: PathBuf,
+        /// The lock it holds.
+        lock: PathBuf,
     },
-    /// The socket directory is not private to this user.
-    #[error("socket directory {0} must be owned by this user and not accessible to others")]
-    UnsafeSocketDir(PathBuf),
+    /// A private directory (socket or data) belongs to someone else.
+    #[error("directory {0} must be owned by this user and not accessible to others")]
+    UnsafeDir(PathBuf),
     /// I/O failed.
     #[error("{what} {path}: {source}")]
     Io {
@@ -70,7 +70,7 @@ pub fn prepare_private_dir(dir: &Path) -> Result<(), ServerError> {
     // SAFETY: getuid has no preconditions.
     let uid = unsafe { libc::getuid() };
     if meta.uid() != uid {
-        return Err(ServerError::UnsafeSocketDir(dir.to_path_buf()));
+        return Err(ServerError::UnsafeDir(dir.to_path_buf()));
     }
     if meta.mode() & 0o077 != 0 {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
@@ -79,26 +79,27 @@ pub fn prepare_private_dir(dir: &Path) -> Result<(), ServerError> {
     Ok(())
 }
 
-/// Take the single-instance lock beside the socket; held for the daemon's life.
-fn take_lock(socket_path: &Path) -> Result<File, ServerError> {
-    let lock_path = socket_path.with_extension("lock");
+/// Take a single-instance lock at `lock_path`; held for the daemon's life. One lock sits
+/// beside the socket (one daemon per socket), one in the data directory (one daemon, and so
+/// one writer, per index).
+fn take_lock(lock_path: &Path) -> Result<File, ServerError> {
     let mut file = OpenOptions::new()
         .create(true)
         .truncate(false)
         .read(true)
         .write(true)
-        .open(&lock_path)
-        .map_err(io_err("cannot open lock", &lock_path))?;
+        .open(lock_path)
+        .map_err(io_err("cannot open lock", lock_path))?;
     if file.try_lock().is_err() {
-        let pid = std::fs::read_to_string(&lock_path).unwrap_or_default();
+        let pid = std::fs::read_to_string(lock_path).unwrap_or_default();
         return Err(ServerError::AlreadyRunning {
             pid: pid.trim().to_string(),
-            socket: socket_path.to_path_buf(),
+            lock: lock_path.to_path_buf(),
         });
     }
     file.set_len(0)
-        .map_err(io_err("cannot write lock", &lock_path))?;
-    write!(file, "{}", std::process::id()).map_err(io_err("cannot write lock", &lock_path))?;
+        .map_err(io_err("cannot write lock", lock_path))?;
+    write!(file, "{}", std::process::id()).map_err(io_err("cannot write lock", lock_path))?;
     Ok(file)
 }
 
@@ -110,8 +111,9 @@ pub async fn run(config: Config) -> Result<(), ServerError> {
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."));
     prepare_private_dir(&socket_dir)?;
-    let _lock = take_lock(&config.socket_path)?;
-    std::fs::create_dir_all(&config.data_dir).map_err(io_err("cannot create", &config.data_dir))?;
+    let _socket_lock = take_lock(&config.socket_path.with_extension("lock"))?;
+    prepare_private_dir(&config.data_dir)?;
+    let _data_lock = take_lock(&config.data_dir.join("amanmcpd.lock"))?;
 
     // We hold the lock, so any socket file left here is stale.
     let _ = std::fs::remove_file(&config.socket_path);

@@ -38,18 +38,29 @@ fn project_dirs() -> Option<directories::ProjectDirs> {
 }
 
 /// The path of the daemon's Unix socket.
+///
+/// MCP clients often start servers with a reduced environment (no `XDG_RUNTIME_DIR`), so
+/// without it we fall back to `/run/user/<uid>` when that exists: a shim and a daemon started
+/// by systemd must agree on the socket whatever their environments.
 pub fn socket_path() -> Result<PathBuf, EndpointError> {
     if let Some(path) = std::env::var_os(SOCKET_ENV).filter(|p| !p.is_empty()) {
         return Ok(absolute(PathBuf::from(path)));
     }
-    if let Some(runtime) = project_dirs().and_then(|d| d.runtime_dir().map(Path::to_path_buf)) {
-        return Ok(runtime.join("amanmcpd.sock"));
-    }
     // SAFETY: getuid has no preconditions and cannot fail.
     let uid = unsafe { libc::getuid() };
-    Ok(std::env::temp_dir()
-        .join(format!("amanmcp-{uid}"))
-        .join("amanmcpd.sock"))
+    let runtime = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| {
+            let run_user = PathBuf::from(format!("/run/user/{uid}"));
+            run_user.is_dir().then_some(run_user)
+        });
+    Ok(match runtime {
+        Some(dir) => dir.join("amanmcp").join("amanmcpd.sock"),
+        None => std::env::temp_dir()
+            .join(format!("amanmcp-{uid}"))
+            .join("amanmcpd.sock"),
+    })
 }
 
 /// The per-user directory holding every project's index and the daemon log.

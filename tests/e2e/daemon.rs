@@ -88,3 +88,50 @@ fn amanctl_status_reports_projects_in_text_and_json() {
     let _ = daemon.kill();
     let _ = daemon.wait();
 }
+
+#[test]
+fn amanctl_index_starts_the_daemon_and_waits_until_ready() {
+    let env = TestEnv::new();
+    let root = env.project("proj", &[("a.py", "def alpha():\n    return 1\n")]);
+    let out = env
+        .command("amanctl")
+        .arg("index")
+        .arg(&root)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("ready: 1 files"), "{stdout}");
+    let (running, status) = env.status();
+    assert!(running);
+    assert_eq!(status["projects"][0]["state"], "ready");
+    assert_eq!(status["projects"][0]["files"], 1);
+}
+
+#[test]
+fn a_daemon_on_another_socket_cannot_share_the_data_directory() {
+    let env = TestEnv::new();
+    let mut first = env
+        .command("amanmcpd")
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    env.wait_for(Duration::from_secs(10), "the daemon to listen", || {
+        env.daemon_pid().is_some()
+    });
+    let other_socket = env.path().join("run/other/amanmcpd.sock");
+    let second = env
+        .command("amanmcpd")
+        .arg("--socket")
+        .arg(&other_socket)
+        .output()
+        .unwrap();
+    assert_eq!(second.status.code(), Some(3), "{second:?}");
+    assert!(String::from_utf8_lossy(&second.stderr).contains("already running"));
+    let _ = first.kill();
+    let _ = first.wait();
+}

@@ -23,6 +23,15 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Index a project (default: the current directory), starting the daemon if needed, and
+    /// wait until the index is ready.
+    Index {
+        /// Project root.
+        path: Option<std::path::PathBuf>,
+        /// Return at once instead of waiting for the index to be ready.
+        #[arg(long)]
+        no_wait: bool,
+    },
     /// Ask the daemon to stop.
     Stop,
 }
@@ -42,6 +51,7 @@ fn main() -> ExitCode {
     runtime.block_on(async move {
         match args.command {
             Command::Status { json } => status(json).await,
+            Command::Index { path, no_wait } => index(path, no_wait).await,
             Command::Stop => stop().await,
         }
     })
@@ -176,6 +186,83 @@ async fn status(as_json: bool) -> ExitCode {
                 p.last_error.as_deref().unwrap_or("none")
             );
         }
+    }
+    ExitCode::SUCCESS
+}
+
+async fn index(path: Option<std::path::PathBuf>, no_wait: bool) -> ExitCode {
+    let root = match amanmcp::project::resolve_root(Some(
+        path.as_deref().unwrap_or(std::path::Path::new(".")),
+    )) {
+        Ok(root) => root.to_string_lossy().into_owned(),
+        Err(e) => {
+            eprintln!("amanctl: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let socket = match endpoint::socket_path() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("amanctl: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let link = amanmcp::link::DaemonLink::new(socket);
+    let open = || {
+        link.call(|mut client| {
+            let root = root.clone();
+            async move {
+                client
+                    .open_project(pb::OpenProjectRequest { root })
+                    .await
+                    .map(|r| r.into_inner())
+            }
+        })
+    };
+    let started = std::time::Instant::now();
+    let mut status = match open().await {
+        Ok(status) => status,
+        Err(e) => {
+            eprintln!("amanctl: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    println!("indexing {root}");
+    while !no_wait && state_name(status.state) == "indexing" {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let reply = link
+            .call(|mut client| async move {
+                client
+                    .status(pb::StatusRequest {})
+                    .await
+                    .map(|r| r.into_inner())
+            })
+            .await;
+        match reply.map(|r| r.projects.into_iter().find(|p| p.root == root)) {
+            Ok(Some(p)) => status = p,
+            Ok(None) => {}
+            Err(e) => {
+                eprintln!("amanctl: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+        eprint!("\r  {}/{} files", status.files_done, status.files_total);
+    }
+    if !no_wait {
+        eprintln!();
+    }
+    println!(
+        "{}: {} files, {} chunks, index {} (source {}) in {:.1}s",
+        state_name(status.state),
+        status.files,
+        status.chunks,
+        human_bytes(status.index_bytes),
+        human_bytes(status.source_bytes),
+        started.elapsed().as_secs_f64()
+    );
+    if let Some(error) = &status.last_error {
+        println!("last error: {error}");
+        return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
 }
