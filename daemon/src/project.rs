@@ -37,6 +37,7 @@ pub struct Progress {
     state: AtomicU8,
     files: AtomicU64,
     chunks: AtomicU64,
+    index_bytes: AtomicU64,
     files_done: AtomicU64,
     files_total: AtomicU64,
     source_bytes: AtomicU64,
@@ -70,14 +71,6 @@ impl Progress {
     pub fn set_error(&self, message: String) {
         *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(message);
         self.set_state(IndexState::Error);
-    }
-
-    /// Re-read file and chunk counts from LMDB after a commit.
-    pub fn refresh_counts(&self, store: &Store) {
-        if let Ok((files, chunks)) = store.counts() {
-            self.files.store(files, Ordering::Relaxed);
-            self.chunks.store(chunks, Ordering::Relaxed);
-        }
     }
 
     /// Start a pass over `total` files.
@@ -151,6 +144,18 @@ pub struct ProjectIndex {
     pub progress: Progress,
 }
 
+impl ProjectIndex {
+    /// Re-read file and chunk counts and the size on disk after a commit.
+    pub fn refresh_counts(&self) {
+        if let Ok((files, chunks)) = self.store.counts() {
+            self.progress.files.store(files, Ordering::Relaxed);
+            self.progress.chunks.store(chunks, Ordering::Relaxed);
+        }
+        let bytes = self.store.disk_size() + self.lexical.disk_size();
+        self.progress.index_bytes.store(bytes, Ordering::Relaxed);
+    }
+}
+
 /// A search request.
 #[derive(Debug, Clone)]
 pub struct SearchParams {
@@ -177,6 +182,9 @@ pub struct SearchOutcome {
     /// The project's status when the search ran.
     pub status: ProjectStatus,
 }
+
+/// How long a search on an empty, still-indexing project waits for the first commit.
+const FIRST_COMMIT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Largest page a search may ask for.
 pub const MAX_LIMIT: usize = 1000;
@@ -211,7 +219,7 @@ impl Project {
         if recovered > 0 {
             tracing::info!(root = %root.display(), recovered, "recovered an interrupted commit");
         }
-        index.progress.refresh_counts(&index.store);
+        index.refresh_counts();
         let index = Arc::new(index);
         let writer = writer::spawn(index.clone())?;
         Ok(Arc::new(Project {
@@ -292,7 +300,7 @@ impl Project {
             chunks: p.chunks.load(Ordering::Relaxed),
             files_done: p.files_done.load(Ordering::Relaxed),
             files_total: p.files_total.load(Ordering::Relaxed),
-            index_bytes: self.index.store.disk_size() + self.index.lexical.disk_size(),
+            index_bytes: p.index_bytes.load(Ordering::Relaxed),
             source_bytes: p.source_bytes.load(Ordering::Relaxed),
             skipped,
             last_error: p
@@ -321,6 +329,7 @@ impl Project {
             }
             .into());
         }
+        self.wait_for_first_commit();
         let paths = match params.path_glob.as_deref().filter(|g| !g.is_empty()) {
             Some(glob) => Some(self.paths_matching(glob)?),
             None => None,
@@ -341,6 +350,20 @@ impl Project {
             total,
             status: self.status(),
         })
+    }
+
+    /// A brand-new index has nothing to answer from: give its first pass a moment (bounded)
+    /// to commit something, so the first search of a small project is not empty.
+    fn wait_for_first_commit(&self) {
+        let progress = &self.index.progress;
+        let deadline = std::time::Instant::now() + FIRST_COMMIT_WAIT;
+        while progress.state() == IndexState::Indexing
+            && progress.files.load(Ordering::Relaxed) == 0
+            && progress.passes.load(Ordering::Acquire) == 0
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
     }
 
     fn paths_matching(&self, glob: &str) -> Result<Vec<String>, Error> {

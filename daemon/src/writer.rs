@@ -254,7 +254,7 @@ impl Writer {
         }
         txn.commit(self.next_chunk_id)?;
         self.lexical_paths.clear();
-        self.index.progress.refresh_counts(store);
+        self.index.refresh_counts();
         Ok(())
     }
 }

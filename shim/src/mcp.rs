@@ -289,10 +289,14 @@ fn index_summary(status: &pb::ProjectStatus) -> Value {
 
 fn indexing_notice(status: &pb::ProjectStatus) -> Option<String> {
     (state_name(status.state) == "indexing").then(|| {
-        format!(
-            "The index is still being built ({}/{} files done); results may be incomplete.",
-            status.files_done, status.files_total
-        )
+        if status.files_total == 0 {
+            "The index is still being built (scanning files); results may be incomplete.".into()
+        } else {
+            format!(
+                "The index is still being built ({}/{} files done); results may be incomplete.",
+                status.files_done, status.files_total
+            )
+        }
     })
 }
 
