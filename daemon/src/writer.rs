@@ -139,7 +139,12 @@ impl Writer {
                     if let Err(e) = self.stage(op) {
                         self.fail(e);
                     }
-                    if self.staged.len() >= MAX_STAGED_FILES {
+                    // Ops may flow without pause, so the interval is checked here too, not
+                    // only when the channel goes quiet.
+                    let due = self
+                        .first_staged
+                        .is_some_and(|first| first.elapsed() >= COMMIT_INTERVAL);
+                    if due || self.staged.len() >= MAX_STAGED_FILES {
                         self.commit_or_fail();
                     }
                 }
