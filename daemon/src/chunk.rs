@@ -4,7 +4,7 @@
 //! line of the file; no chunk starts or ends on a blank line.
 
 /// A chunk of a file: 1-based inclusive line range and its text.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Chunk {
     /// First line, 1-based.
     pub start_line: u32,
@@ -12,6 +12,12 @@ pub struct Chunk {
     pub end_line: u32,
     /// The lines' text, joined with '\n'.
     pub text: String,
+    /// The main symbol of the chunk (qualified, e.g. `Session.request`), if any.
+    pub symbol: Option<String>,
+    /// Its kind (`function`, `method`, `class`, ...).
+    pub kind: Option<&'static str>,
+    /// Every symbol name defined in the chunk (weighted in BM25).
+    pub names: Vec<String>,
 }
 
 /// Lines per window.
@@ -51,6 +57,7 @@ pub fn line_windows(text: &str) -> Vec<Chunk> {
             start_line: (start + 1) as u32,
             end_line: (last + 1) as u32,
             text: lines[start..=last].join("\n"),
+            ..Chunk::default()
         });
         if end == lines.len() {
             break;

@@ -17,5 +17,6 @@ pub mod rpc;
 pub mod scan;
 pub mod server;
 pub mod store;
+pub mod syntax;
 pub mod tokenizer;
 pub mod writer;
