@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use heed::{BoxedError, BytesDecode, BytesEncode};
 
-use crate::store::{ChunkRecord, FileRecord};
+use crate::store::{ChunkRecord, FileRecord, SymbolRecord};
 
 struct Writer(Vec<u8>);
 
@@ -147,6 +147,48 @@ impl<'a> BytesDecode<'a> for ChunkCodec {
     }
 }
 
+/// heed codec for a file's symbols.
+pub enum SymbolsCodec {}
+
+impl<'a> BytesEncode<'a> for SymbolsCodec {
+    type EItem = [SymbolRecord];
+    fn bytes_encode(items: &'a [SymbolRecord]) -> Result<Cow<'a, [u8]>, BoxedError> {
+        let mut w = Writer(Vec::with_capacity(items.len() * 64));
+        w.u32(items.len() as u32);
+        for s in items {
+            w.str(&s.name);
+            w.str(&s.qualified);
+            w.str(&s.kind);
+            w.u32(s.start_line);
+            w.u32(s.end_line);
+            w.str(&s.signature);
+            w.opt_str(s.parent.as_deref());
+        }
+        Ok(Cow::Owned(w.0))
+    }
+}
+
+impl<'a> BytesDecode<'a> for SymbolsCodec {
+    type DItem = Vec<SymbolRecord>;
+    fn bytes_decode(bytes: &'a [u8]) -> Result<Vec<SymbolRecord>, BoxedError> {
+        let mut r = Reader(bytes);
+        let n = r.u32()? as usize;
+        let mut out = Vec::with_capacity(n.min(1 << 16));
+        for _ in 0..n {
+            out.push(SymbolRecord {
+                name: r.string()?,
+                qualified: r.string()?,
+                kind: r.string()?,
+                start_line: r.u32()?,
+                end_line: r.u32()?,
+                signature: r.string()?,
+                parent: r.opt_string()?,
+            });
+        }
+        Ok(out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,5 +215,16 @@ mod tests {
         let bytes = ChunkCodec::bytes_encode(&chunk).unwrap();
         assert_eq!(ChunkCodec::bytes_decode(&bytes).unwrap(), chunk);
         assert!(ChunkCodec::bytes_decode(&bytes[..5]).is_err());
+        let symbols = vec![SymbolRecord {
+            name: "request".into(),
+            qualified: "Session.request".into(),
+            kind: "method".into(),
+            start_line: 3,
+            end_line: 9,
+            signature: "def request(self)".into(),
+            parent: Some("Session".into()),
+        }];
+        let bytes = SymbolsCodec::bytes_encode(&symbols).unwrap();
+        assert_eq!(SymbolsCodec::bytes_decode(&bytes).unwrap(), symbols);
     }
 }

@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use crate::project::ProjectIndex;
 use crate::scan::{self, Limits, ReadOutcome};
 use crate::writer::{FileUpdate, WriteOp, WriterHandle};
-use crate::{chunk, lang};
+use crate::{lang, syntax};
 
 /// Bring the index of `root` in line with the files on disk.
 pub fn reconcile(
@@ -64,13 +64,16 @@ pub fn reconcile(
                             mtime_ns: candidate.mtime_ns,
                         })
                     } else {
+                        let language = lang::language_of(Path::new(&candidate.rel_path));
+                        let chunked = syntax::chunk_file(language, &text);
                         Some(WriteOp::Upsert(FileUpdate {
                             path: candidate.rel_path.clone(),
                             size: candidate.size,
                             mtime_ns: candidate.mtime_ns,
                             hash,
-                            language: lang::language_of(Path::new(&candidate.rel_path)),
-                            chunks: chunk::line_windows(&text),
+                            language,
+                            chunks: chunked.chunks,
+                            symbols: chunked.symbols,
                         }))
                     }
                 }

@@ -34,6 +34,7 @@ pub struct Fields {
     path_key: Field,
     language: Field,
     symbol: Field,
+    names: Field,
     kind: Field,
     body: Field,
     start_line: Field,
@@ -59,7 +60,8 @@ fn schema() -> (Schema, Fields) {
         path: builder.add_text_field("path", code_text(false)),
         path_key: builder.add_text_field("path_key", STRING | STORED),
         language: builder.add_text_field("language", STRING | STORED),
-        symbol: builder.add_text_field("symbol", code_text(true)),
+        symbol: builder.add_text_field("symbol", STORED),
+        names: builder.add_text_field("names", code_text(false)),
         kind: builder.add_text_field("kind", STRING | STORED),
         body: builder.add_text_field("body", code_text(true)),
         start_line: builder.add_u64_field("start_line", STORED),
@@ -84,6 +86,8 @@ pub struct ChunkDoc<'a> {
     pub symbol: Option<&'a str>,
     /// Symbol kind, if known.
     pub kind: Option<&'a str>,
+    /// Every symbol name defined in the chunk.
+    pub names: &'a [String],
     /// The chunk's text.
     pub body: &'a str,
 }
@@ -186,6 +190,14 @@ impl Lexical {
         if let Some(symbol) = chunk.symbol {
             doc.add_text(f.symbol, symbol);
         }
+        if !chunk.names.is_empty() || chunk.symbol.is_some() {
+            let mut names = chunk.names.join(" ");
+            if let Some(symbol) = chunk.symbol {
+                names.push(' ');
+                names.push_str(symbol);
+            }
+            doc.add_text(f.names, &names);
+        }
         if let Some(kind) = chunk.kind {
             doc.add_text(f.kind, kind);
         }
@@ -229,11 +241,7 @@ impl Lexical {
         }
         let mut text_clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         for term in &terms {
-            for (field, boost) in [
-                (f.body, 1.0),
-                (f.symbol, SYMBOL_BOOST),
-                (f.path, PATH_BOOST),
-            ] {
+            for (field, boost) in [(f.body, 1.0), (f.names, SYMBOL_BOOST), (f.path, PATH_BOOST)] {
                 let query = TermQuery::new(
                     Term::from_field_text(field, term),
                     IndexRecordOption::WithFreqs,

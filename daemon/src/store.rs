@@ -9,11 +9,11 @@ use std::path::{Path, PathBuf};
 use heed::types::{Bytes, Str, U64, Unit};
 use heed::{CommitOrAbort, Database, Env, EnvOpenOptions, RwTxn};
 
-use crate::codec::{ChunkCodec, FileCodec};
+use crate::codec::{ChunkCodec, FileCodec, SymbolsCodec};
 use crate::error::IndexError;
 
 /// Bump when the on-disk layout of LMDB or tantivy changes: older indexes are rebuilt.
-pub const FORMAT_VERSION: u64 = 1;
+pub const FORMAT_VERSION: u64 = 2;
 
 /// Names of the LMDB databases.
 pub mod db_name {
@@ -25,6 +25,10 @@ pub mod db_name {
     pub const CHUNKS: &str = "chunks";
     /// Paths whose tantivy documents may be ahead of LMDB (write-ahead intent).
     pub const DIRTY: &str = "dirty";
+    /// Relative path -> the file's symbols.
+    pub const FILE_SYMBOLS: &str = "file_symbols";
+    /// `lowercase name \0 path` -> (): which files define a name.
+    pub const SYMBOL_INDEX: &str = "symbol_index";
 }
 
 mod meta_key {
@@ -65,6 +69,43 @@ pub struct ChunkRecord {
     pub hash: u64,
 }
 
+/// What LMDB knows of a symbol (see `syntax::Symbol`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SymbolRecord {
+    /// Bare name.
+    pub name: String,
+    /// Qualified name.
+    pub qualified: String,
+    /// Kind.
+    pub kind: String,
+    /// First line (1-based).
+    pub start_line: u32,
+    /// Last line (1-based, inclusive).
+    pub end_line: u32,
+    /// Declaration text.
+    pub signature: String,
+    /// Enclosing symbol's qualified name.
+    pub parent: Option<String>,
+}
+
+impl From<&crate::syntax::Symbol> for SymbolRecord {
+    fn from(s: &crate::syntax::Symbol) -> Self {
+        SymbolRecord {
+            name: s.name.clone(),
+            qualified: s.qualified.clone(),
+            kind: s.kind.to_string(),
+            start_line: s.start_line,
+            end_line: s.end_line,
+            signature: s.signature.clone(),
+            parent: s.parent.clone(),
+        }
+    }
+}
+
+fn symbol_index_key(name: &str, path: &str) -> String {
+    format!("{}\0{path}", name.to_lowercase())
+}
+
 type BeU64 = U64<heed::byteorder::BigEndian>;
 
 /// The project's LMDB environment and its typed databases.
@@ -76,6 +117,8 @@ pub struct Store {
     files: Database<'static, Str, FileCodec>,
     chunks: Database<'static, BeU64, ChunkCodec>,
     dirty: Database<'static, Str, Unit>,
+    file_symbols: Database<'static, Str, SymbolsCodec>,
+    symbol_index: Database<'static, Str, Unit>,
 }
 
 impl Store {
@@ -92,14 +135,25 @@ impl Store {
         }
         .map_err(|e| IndexError::lmdb(dir, e))?;
         let wtxn = env.write_txn().map_err(|e| IndexError::lmdb(dir, e))?;
-        let (meta, files, chunks, dirty) = env
+        let (meta, files, chunks, dirty, file_symbols, symbol_index) = env
             .create_databases_and_commit(wtxn, |opener, wtxn| -> heed::Result<_> {
                 let meta = opener.create_database::<Str, Bytes>(wtxn, Some(db_name::META))?;
                 let files = opener.create_database::<Str, FileCodec>(wtxn, Some(db_name::FILES))?;
                 let chunks =
                     opener.create_database::<BeU64, ChunkCodec>(wtxn, Some(db_name::CHUNKS))?;
                 let dirty = opener.create_database::<Str, Unit>(wtxn, Some(db_name::DIRTY))?;
-                Ok(CommitOrAbort::<_, ()>::Commit((meta, files, chunks, dirty)))
+                let file_symbols = opener
+                    .create_database::<Str, SymbolsCodec>(wtxn, Some(db_name::FILE_SYMBOLS))?;
+                let symbol_index =
+                    opener.create_database::<Str, Unit>(wtxn, Some(db_name::SYMBOL_INDEX))?;
+                Ok(CommitOrAbort::<_, ()>::Commit((
+                    meta,
+                    files,
+                    chunks,
+                    dirty,
+                    file_symbols,
+                    symbol_index,
+                )))
             })
             .map_err(|e| IndexError::lmdb(dir, e))?
             .unwrap_commit();
@@ -110,6 +164,8 @@ impl Store {
             files,
             chunks,
             dirty,
+            file_symbols,
+            symbol_index,
         })
     }
 
@@ -175,6 +231,45 @@ impl Store {
         Ok(out)
     }
 
+    /// The symbols of `path`.
+    pub fn symbols_of(&self, path: &str) -> Result<Vec<SymbolRecord>, IndexError> {
+        let rtxn = self.env.read_txn().map_err(|e| self.err(e))?;
+        Ok(self
+            .file_symbols
+            .get(&rtxn, path)
+            .map_err(|e| self.err(e))?
+            .unwrap_or_default())
+    }
+
+    /// Every (path, symbol) whose bare name equals `name`, ignoring case.
+    pub fn symbols_named(&self, name: &str) -> Result<Vec<(String, SymbolRecord)>, IndexError> {
+        let rtxn = self.env.read_txn().map_err(|e| self.err(e))?;
+        let prefix = format!("{}\0", name.to_lowercase());
+        let mut paths = Vec::new();
+        for item in self
+            .symbol_index
+            .prefix_iter(&rtxn, &prefix)
+            .map_err(|e| self.err(e))?
+        {
+            let (key, ()) = item.map_err(|e| self.err(e))?;
+            paths.push(key[prefix.len()..].to_string());
+        }
+        let mut out = Vec::new();
+        for path in paths {
+            let symbols = self
+                .file_symbols
+                .get(&rtxn, &path)
+                .map_err(|e| self.err(e))?
+                .unwrap_or_default();
+            for symbol in symbols {
+                if symbol.name.to_lowercase() == name.to_lowercase() {
+                    out.push((path.clone(), symbol));
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// Bytes used on disk by the environment.
     pub fn disk_size(&self) -> u64 {
         self.env.real_disk_size().unwrap_or(0)
@@ -223,8 +318,25 @@ impl StoreTxn<'_> {
             .map_err(|e| self.store.err(e))
     }
 
-    /// Remove `path` and its chunks.
+    /// Remove `path`, its chunks and its symbols.
     pub fn remove_file(&mut self, path: &str) -> Result<(), IndexError> {
+        let symbols = self
+            .store
+            .file_symbols
+            .get(&self.wtxn, path)
+            .map_err(|e| self.store.err(e))?;
+        if let Some(symbols) = symbols {
+            for symbol in &symbols {
+                self.store
+                    .symbol_index
+                    .delete(&mut self.wtxn, &symbol_index_key(&symbol.name, path))
+                    .map_err(|e| self.store.err(e))?;
+            }
+            self.store
+                .file_symbols
+                .delete(&mut self.wtxn, path)
+                .map_err(|e| self.store.err(e))?;
+        }
         if let Some(old) = self.file(path)? {
             for id in old.chunk_ids {
                 self.store
@@ -240,14 +352,27 @@ impl StoreTxn<'_> {
         Ok(())
     }
 
-    /// Store `path`'s record and its chunks (replacing any previous ones first).
+    /// Store `path`'s record, chunks and symbols (replacing any previous ones first).
     pub fn put_file(
         &mut self,
         path: &str,
         record: &FileRecord,
         chunks: &[(u64, ChunkRecord)],
+        symbols: &[SymbolRecord],
     ) -> Result<(), IndexError> {
         self.remove_file(path)?;
+        if !symbols.is_empty() {
+            for symbol in symbols {
+                self.store
+                    .symbol_index
+                    .put(&mut self.wtxn, &symbol_index_key(&symbol.name, path), &())
+                    .map_err(|e| self.store.err(e))?;
+            }
+            self.store
+                .file_symbols
+                .put(&mut self.wtxn, path, symbols)
+                .map_err(|e| self.store.err(e))?;
+        }
         for (id, chunk) in chunks {
             self.store
                 .chunks

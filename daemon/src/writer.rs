@@ -20,7 +20,8 @@ use crate::chunk::Chunk;
 use crate::error::IndexError;
 use crate::lexical::ChunkDoc;
 use crate::project::ProjectIndex;
-use crate::store::{ChunkRecord, FileRecord};
+use crate::store::{ChunkRecord, FileRecord, SymbolRecord};
+use crate::syntax::Symbol;
 
 /// Staged changes are committed at least this often while updates flow.
 pub const COMMIT_INTERVAL: Duration = Duration::from_millis(700);
@@ -41,6 +42,8 @@ pub struct FileUpdate {
     pub language: &'static str,
     /// The file's chunks.
     pub chunks: Vec<Chunk>,
+    /// The file's symbols.
+    pub symbols: Vec<Symbol>,
 }
 
 /// One instruction for the writer.
@@ -109,7 +112,12 @@ pub fn spawn(index: Arc<ProjectIndex>) -> Result<WriterHandle, IndexError> {
 }
 
 enum Staged {
-    Put(String, FileRecord, Vec<(u64, ChunkRecord)>),
+    Put(
+        String,
+        FileRecord,
+        Vec<(u64, ChunkRecord)>,
+        Vec<SymbolRecord>,
+    ),
     Touch(String, u64, u64),
     Remove(String),
 }
@@ -175,8 +183,9 @@ impl Writer {
                             language: update.language,
                             start_line: chunk.start_line,
                             end_line: chunk.end_line,
-                            symbol: None,
-                            kind: None,
+                            symbol: chunk.symbol.as_deref(),
+                            kind: chunk.kind,
+                            names: &chunk.names,
                             body: &chunk.text,
                         },
                     )?;
@@ -186,8 +195,8 @@ impl Writer {
                             path: update.path.clone(),
                             start_line: chunk.start_line,
                             end_line: chunk.end_line,
-                            symbol: None,
-                            kind: None,
+                            symbol: chunk.symbol.clone(),
+                            kind: chunk.kind.map(str::to_string),
                             hash: xxhash_rust::xxh3::xxh3_64(chunk.text.as_bytes()),
                         },
                     ));
@@ -200,7 +209,9 @@ impl Writer {
                     chunk_ids: chunks.iter().map(|(id, _)| *id).collect(),
                 };
                 self.lexical_paths.insert(update.path.clone());
-                self.staged.push(Staged::Put(update.path, record, chunks));
+                let symbols = update.symbols.iter().map(SymbolRecord::from).collect();
+                self.staged
+                    .push(Staged::Put(update.path, record, chunks, symbols));
             }
             WriteOp::Touch {
                 path,
@@ -249,7 +260,9 @@ impl Writer {
         let mut txn = store.write_txn()?;
         for staged in self.staged.drain(..) {
             match staged {
-                Staged::Put(path, record, chunks) => txn.put_file(&path, &record, &chunks)?,
+                Staged::Put(path, record, chunks, symbols) => {
+                    txn.put_file(&path, &record, &chunks, &symbols)?
+                }
                 Staged::Touch(path, size, mtime_ns) => txn.touch_file(&path, size, mtime_ns)?,
                 Staged::Remove(path) => txn.remove_file(&path)?,
             }
