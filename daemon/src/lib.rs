@@ -11,6 +11,7 @@ pub mod error;
 pub mod indexer;
 pub mod lang;
 pub mod lexical;
+pub mod lookup;
 pub mod project;
 pub mod registry;
 pub mod rpc;

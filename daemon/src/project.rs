@@ -352,6 +352,15 @@ impl Project {
         })
     }
 
+    /// Code by path and/or symbol (see [`crate::lookup`]).
+    pub fn lookup(
+        &self,
+        params: &crate::lookup::LookupParams,
+    ) -> Result<Vec<crate::lookup::LookupMatch>, Error> {
+        self.wait_for_first_commit();
+        crate::lookup::lookup(&self.root, &self.index.store, params)
+    }
+
     /// A brand-new index has nothing to answer from: give its first pass a moment (bounded)
     /// to commit something, so the first search of a small project is not empty.
     fn wait_for_first_commit(&self) {

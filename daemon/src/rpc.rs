@@ -8,6 +8,7 @@ use tokio::sync::Notify;
 use tonic::{Request, Response, Status};
 
 use crate::error::Error;
+use crate::lookup::LookupParams;
 use crate::project::{IndexState, ProjectStatus, SearchParams};
 use crate::registry::Registry;
 
@@ -150,6 +151,49 @@ impl amanmcp_proto::Daemon for RpcService {
             total: outcome.total,
             truncated: outcome.truncated,
             index: Some(project_status_to_pb(outcome.status)),
+        }))
+    }
+
+    async fn lookup(
+        &self,
+        request: Request<pb::LookupRequest>,
+    ) -> Result<Response<pb::LookupReply>, Status> {
+        let req = request.into_inner();
+        let registry = self.registry.clone();
+        let matches = blocking(move || {
+            let project = registry.open(&req.root, false)?;
+            project.lookup(&LookupParams {
+                path: req.path,
+                start_line: req.start_line,
+                end_line: req.end_line,
+                symbol: req.symbol,
+                kind: req.kind,
+                limit: if req.limit == 0 {
+                    5
+                } else {
+                    req.limit as usize
+                },
+            })
+        })
+        .await?;
+        Ok(Response::new(pb::LookupReply {
+            total: matches.len() as u64,
+            matches: matches
+                .into_iter()
+                .map(|m| pb::LookupMatch {
+                    path: m.path,
+                    start_line: m.start_line,
+                    end_line: m.end_line,
+                    language: m.language,
+                    symbol: m.symbol,
+                    kind: m.kind,
+                    signature: m.signature,
+                    enclosing: m.enclosing,
+                    code: m.code,
+                    truncated: m.truncated,
+                    total_lines: m.total_lines,
+                })
+                .collect(),
         }))
     }
 

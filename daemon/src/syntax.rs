@@ -632,6 +632,8 @@ impl Builder<'_> {
             groups.push(vec![piece]);
         }
         // 3. Build chunks.
+        let mut by_start: Vec<usize> = (0..self.symbols.len()).collect();
+        by_start.sort_by_key(|&i| self.symbols[i].start_line);
         let mut chunks = Vec::with_capacity(groups.len());
         for group in groups {
             let (Some(first), Some(last)) = (group.first(), group.last()) else {
@@ -647,26 +649,42 @@ impl Builder<'_> {
             if start == end {
                 continue;
             }
-            let mut rows_by_symbol: Vec<(usize, usize)> = Vec::new();
-            for seg in &group {
-                if let Some(idx) = seg.symbol {
-                    match rows_by_symbol.iter_mut().find(|(i, _)| *i == idx) {
-                        Some((_, rows)) => *rows += seg.end - seg.start,
-                        None => rows_by_symbol.push((idx, seg.end - seg.start)),
-                    }
-                }
-            }
-            let main = rows_by_symbol
+            let (first_line, last_line) = ((start + 1) as u32, end as u32);
+            // Names: every symbol lying within the chunk, members of unsplit containers too.
+            let from = by_start.partition_point(|&i| self.symbols[i].start_line < first_line);
+            let inside: Vec<usize> = by_start[from..]
                 .iter()
-                .max_by_key(|(_, rows)| *rows)
-                .map(|(i, _)| *i);
+                .copied()
+                .take_while(|&i| self.symbols[i].start_line <= last_line)
+                .filter(|&i| self.symbols[i].end_line <= last_line)
+                .collect();
             let mut names: Vec<String> = Vec::new();
-            for (idx, _) in &rows_by_symbol {
-                let name = &self.symbols[*idx].name;
-                if !names.contains(name) {
-                    names.push(name.clone());
+            for &i in &inside {
+                if !names.contains(&self.symbols[i].name) {
+                    names.push(self.symbols[i].name.clone());
                 }
             }
+            // Main symbol: the smallest one covering at least half of the chunk, else the
+            // segment symbol covering most of it (a piece of a split item or a header).
+            let span = |i: usize| {
+                let s = &self.symbols[i];
+                let lo = s.start_line.max(first_line);
+                let hi = s.end_line.min(last_line);
+                if hi >= lo { hi - lo + 1 } else { 0 }
+            };
+            let chunk_lines = last_line - first_line + 1;
+            let covering = group
+                .iter()
+                .filter_map(|seg| seg.symbol)
+                .chain(inside.iter().copied())
+                .filter(|&i| span(i) * 2 >= chunk_lines)
+                .min_by_key(|&i| self.symbols[i].end_line - self.symbols[i].start_line);
+            let main = covering.or_else(|| {
+                group
+                    .iter()
+                    .filter_map(|seg| seg.symbol)
+                    .max_by_key(|&i| span(i))
+            });
             chunks.push(Chunk {
                 start_line: (start + 1) as u32,
                 end_line: end as u32,

@@ -21,10 +21,15 @@ use crate::link::{DaemonLink, LinkError};
 pub const MAX_LIMIT: u64 = 100;
 /// `limit` when none is given.
 pub const DEFAULT_LIMIT: u64 = 10;
+/// Largest `limit` of a symbol lookup.
+pub const MAX_LOOKUP_LIMIT: u64 = 50;
+/// Default `limit` of a symbol lookup.
+pub const DEFAULT_LOOKUP_LIMIT: u64 = 5;
 
 const INSTRUCTIONS: &str = "amanmcp searches this project's code locally. Use `search` to find \
 code by words, identifiers, error messages or a description of behaviour; results give \
-path:start-end line ranges and the code. Use `index-status` to see whether indexing is \
+path:start-end line ranges and the code. Use `lookup` to read a file or line range, or to jump \
+to a definition by name (`Session.request`). Use `index-status` to see whether indexing is \
 complete. Paths are relative to the project root.";
 
 /// The MCP server of one shim session.
@@ -121,6 +126,90 @@ impl AmanServer {
             structured["notice"] = json!(notice);
         }
         let text = render_search(&query, &reply, notice.as_deref());
+        Ok(structured_result(text, structured))
+    }
+
+    async fn lookup(&self, args: &JsonObject) -> Result<CallToolResult, ToolError> {
+        let path = optional_string(args, "path")?;
+        let symbol = optional_string(args, "symbol")?;
+        let kind = optional_string(args, "kind")?;
+        let start_line = optional_integer(args, "start_line", 1, u32::MAX as u64)?;
+        let end_line = optional_integer(args, "end_line", 1, u32::MAX as u64)?;
+        let limit =
+            optional_integer(args, "limit", 1, MAX_LOOKUP_LIMIT)?.unwrap_or(DEFAULT_LOOKUP_LIMIT);
+        if path.is_none() && symbol.is_none() {
+            return Err(ToolError::Argument(
+                "give `path` (a file in the project), `symbol` (e.g. `Session.request`), or both"
+                    .into(),
+            ));
+        }
+        let request = pb::LookupRequest {
+            root: self.root(),
+            path,
+            start_line: start_line.map(|n| n as u32),
+            end_line: end_line.map(|n| n as u32),
+            symbol: symbol.clone(),
+            kind,
+            limit: limit as u32,
+        };
+        let reply = self
+            .link
+            .call(|mut client| {
+                let request = request.clone();
+                async move { client.lookup(request).await.map(|r| r.into_inner()) }
+            })
+            .await?;
+        let matches: Vec<Value> = reply
+            .matches
+            .iter()
+            .map(|m| {
+                let mut item = json!({
+                    "path": m.path,
+                    "start_line": m.start_line,
+                    "end_line": m.end_line,
+                    "language": m.language,
+                    "code": m.code,
+                    "truncated": m.truncated,
+                    "total_lines": m.total_lines,
+                });
+                for (key, value) in [
+                    ("symbol", &m.symbol),
+                    ("kind", &m.kind),
+                    ("signature", &m.signature),
+                    ("enclosing", &m.enclosing),
+                ] {
+                    if let Some(value) = value {
+                        item[key] = json!(value);
+                    }
+                }
+                item
+            })
+            .collect();
+        let structured = json!({"matches": matches, "total": reply.total});
+        let mut text = String::new();
+        if reply.matches.is_empty() {
+            text.push_str(&format!(
+                "No symbol named {:?} in the index.",
+                symbol.as_deref().unwrap_or_default()
+            ));
+        }
+        for m in &reply.matches {
+            text.push_str(&format!("{}:{}-{}", m.path, m.start_line, m.end_line));
+            if let (Some(kind), Some(symbol)) = (&m.kind, &m.symbol) {
+                text.push_str(&format!(" {kind} {symbol}"));
+            }
+            if let Some(enclosing) = &m.enclosing {
+                text.push_str(&format!(" (in {enclosing})"));
+            }
+            text.push_str(&format!("\n```{}\n{}\n```\n", m.language, m.code));
+            if m.truncated {
+                text.push_str(&format!(
+                    "(cut at {} lines of {}; pass start_line/end_line for more)\n",
+                    m.end_line - m.start_line + 1,
+                    m.total_lines
+                ));
+            }
+        }
         Ok(structured_result(text, structured))
     }
 
@@ -359,6 +448,50 @@ fn index_schema() -> Value {
     })
 }
 
+fn lookup_input() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "A file, relative to the project root (e.g. `src/lib.rs`). Alone: returns the file (or the line range)."},
+            "start_line": {"type": "integer", "minimum": 1, "description": "First line to return (1-based) when looking up a path."},
+            "end_line": {"type": "integer", "minimum": 1, "description": "Last line to return (1-based, inclusive) when looking up a path."},
+            "symbol": {"type": "string", "description": "A symbol name, bare (`request`) or qualified (`Session.request`, `Runtime::block_on`). With `path`, only that file is searched."},
+            "kind": {"type": "string", "description": "Only symbols of this kind: function, method, class, struct, enum, trait, interface, impl, module, namespace, type, const, section, ..."},
+            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LOOKUP_LIMIT, "default": DEFAULT_LOOKUP_LIMIT, "description": "Most symbol matches to return (1-50, default 5)."}
+        }
+    })
+}
+
+fn lookup_output() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "matches": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "path": {"type": "string"},
+                        "start_line": {"type": "integer"},
+                        "end_line": {"type": "integer"},
+                        "language": {"type": "string"},
+                        "symbol": {"type": "string"},
+                        "kind": {"type": "string"},
+                        "signature": {"type": "string"},
+                        "enclosing": {"type": "string", "description": "The symbol containing this code."},
+                        "code": {"type": "string"},
+                        "truncated": {"type": "boolean", "description": "The code was cut to 400 lines."},
+                        "total_lines": {"type": "integer", "description": "Lines in the whole file."}
+                    },
+                    "required": ["path", "start_line", "end_line", "language", "code", "truncated", "total_lines"]
+                }
+            },
+            "total": {"type": "integer"}
+        },
+        "required": ["matches", "total"]
+    })
+}
+
 /// The tools this server offers.
 pub fn tools() -> Vec<Tool> {
     let read_only = ToolAnnotations::new()
@@ -443,6 +576,14 @@ pub fn tools() -> Vec<Tool> {
         .with_raw_output_schema(schema(search_output))
         .with_annotations(read_only.clone()),
         Tool::new(
+            "lookup",
+            "Get code by location or by name: a file (optionally a 1-based line range) and/or a symbol such as `parse_config`, `Session.request` or `Runtime::block_on` (optionally filtered by kind). Returns the code with its path, lines, kind, signature and enclosing symbol. Paths must stay inside the project.",
+            schema(lookup_input()),
+        )
+        .with_title("Look up code")
+        .with_raw_output_schema(schema(lookup_output()))
+        .with_annotations(read_only.clone()),
+        Tool::new(
             "index-status",
             "Show the state of this project's index: ready or still indexing (with progress), files and chunks indexed, size on disk, skipped files and the last error.",
             schema(json!({"type": "object", "properties": {}})),
@@ -477,10 +618,11 @@ impl ServerHandler for AmanServer {
         let started = std::time::Instant::now();
         let outcome = match request.name.as_ref() {
             "search" => self.search(&args).await,
+            "lookup" => self.lookup(&args).await,
             "index-status" => self.index_status().await,
             other => {
                 return Err(McpError::invalid_params(
-                    format!("unknown tool `{other}`; available: search, index-status"),
+                    format!("unknown tool `{other}`; available: search, lookup, index-status"),
                     None,
                 ));
             }

@@ -2,4 +2,5 @@
 //! data directory (see `amanmcp_tests::TestEnv`).
 
 mod daemon;
+mod lookup;
 mod mcp;

@@ -1,0 +1,186 @@
+//! `lookup` through the real shim and daemon.
+
+use amanmcp_tests::{Shim, TestEnv};
+use serde_json::{Value, json};
+
+const SESSION_PY: &str = r#"import socket
+
+
+class Session:
+    """Keeps connections alive."""
+
+    def request(self, method, url):
+        conn = self.connect(url)
+        return conn.send(method)
+
+    def close(self):
+        pass
+
+
+def request(method, url):
+    return Session().request(method, url)
+"#;
+
+const RUNTIME_RS: &str = r#"pub struct Runtime;
+
+impl Runtime {
+    /// Runs a future to completion on this runtime.
+    pub fn block_on<F: Future>(&self, future: F) -> F::Output {
+        let mut park = Park::new();
+        park.run(future)
+    }
+}
+"#;
+
+fn project(env: &TestEnv) -> std::path::PathBuf {
+    let root = env.project(
+        "proj",
+        &[
+            ("requests/sessions.py", SESSION_PY),
+            ("src/runtime.rs", RUNTIME_RS),
+            (".env", "API_KEY=hunter2\n"),
+        ],
+    );
+    std::fs::write(env.path().join("outside.txt"), "not yours\n").unwrap();
+    std::os::unix::fs::symlink(env.path().join("outside.txt"), root.join("escape.txt")).unwrap();
+    root
+}
+
+fn matches(reply: &Value) -> &Vec<Value> {
+    assert_ne!(reply["result"]["isError"], json!(true), "{reply}");
+    reply["result"]["structuredContent"]["matches"]
+        .as_array()
+        .unwrap()
+}
+
+#[test]
+fn lookup_finds_qualified_methods_and_refuses_traversal() {
+    let env = TestEnv::new();
+    let root = project(&env);
+    let mut shim = Shim::start(&env, &root);
+    shim.initialize();
+    shim.search_until("block_on", "src/runtime.rs");
+
+    let reply = shim.call_tool("lookup", json!({"symbol": "Session.request"}));
+    let found = matches(&reply);
+    assert_eq!(found.len(), 1, "{reply}");
+    assert_eq!(found[0]["path"], "requests/sessions.py");
+    assert_eq!(found[0]["kind"], "method");
+    assert_eq!(found[0]["symbol"], "Session.request");
+    assert_eq!(found[0]["enclosing"], "Session");
+    assert_eq!(
+        (
+            found[0]["start_line"].as_u64(),
+            found[0]["end_line"].as_u64()
+        ),
+        (Some(7), Some(9))
+    );
+    assert!(
+        found[0]["code"]
+            .as_str()
+            .unwrap()
+            .starts_with("    def request(self, method, url):")
+    );
+    let text = reply["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("requests/sessions.py:7-9 method Session.request (in Session)"),
+        "{text}"
+    );
+
+    // Bare name: both the method and the function; the kind filter narrows it.
+    let reply = shim.call_tool("lookup", json!({"symbol": "request"}));
+    assert_eq!(matches(&reply).len(), 2, "{reply}");
+    let reply = shim.call_tool("lookup", json!({"symbol": "request", "kind": "function"}));
+    let found = matches(&reply);
+    assert_eq!(found.len(), 1, "{reply}");
+    assert_eq!(found[0]["start_line"], 15);
+
+    let reply = shim.call_tool("lookup", json!({"symbol": "Runtime::block_on"}));
+    let found = matches(&reply);
+    assert_eq!(found[0]["path"], "src/runtime.rs", "{reply}");
+    assert_eq!(found[0]["start_line"], 4, "doc comment included: {reply}");
+    assert!(
+        found[0]["signature"]
+            .as_str()
+            .unwrap()
+            .starts_with("pub fn block_on<F: Future>")
+    );
+
+    // By path and line range, with the enclosing symbol.
+    let reply = shim.call_tool(
+        "lookup",
+        json!({"path": "src/runtime.rs", "start_line": 6, "end_line": 7}),
+    );
+    let found = matches(&reply);
+    assert_eq!(
+        found[0]["code"],
+        "        let mut park = Park::new();\n        park.run(future)"
+    );
+    assert_eq!(found[0]["enclosing"], "Runtime::block_on");
+    assert_eq!(found[0]["total_lines"], 9);
+
+    // Unknown symbols are an empty answer, not an error.
+    let reply = shim.call_tool("lookup", json!({"symbol": "no_such_thing"}));
+    assert!(matches(&reply).is_empty());
+
+    // Confinement.
+    let outside = env.path().join("outside.txt");
+    for (args, needle) in [
+        (json!({"path": "../outside.txt"}), "leaves the project"),
+        (
+            json!({"path": "requests/../../outside.txt"}),
+            "leaves the project",
+        ),
+        (
+            json!({"path": outside.to_str().unwrap()}),
+            "outside the project",
+        ),
+        (json!({"path": "/etc/passwd"}), "outside the project"),
+        (
+            json!({"path": "escape.txt"}),
+            "resolves outside the project",
+        ),
+        (json!({"path": ".env"}), "secrets"),
+        (json!({"path": "missing.py"}), "no such file"),
+        (json!({}), "path"),
+        (
+            json!({"path": "src/runtime.rs", "start_line": 0}),
+            "start_line",
+        ),
+        (
+            json!({"path": "src/runtime.rs", "start_line": 5, "end_line": 2}),
+            "end_line",
+        ),
+        (json!({"symbol": 7}), "symbol"),
+    ] {
+        let reply = shim.call_tool("lookup", args.clone());
+        assert_eq!(reply["result"]["isError"], json!(true), "{args} -> {reply}");
+        let text = reply["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains(needle), "{args} -> {text}");
+        assert!(
+            !text.contains("not yours") && !text.contains("hunter2"),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn search_ranks_the_definition_of_a_symbol_first() {
+    let env = TestEnv::new();
+    let mut files = vec![("src/runtime.rs", RUNTIME_RS.to_string())];
+    for i in 0..5 {
+        files.push((
+            ["a.rs", "b.rs", "c.rs", "d.rs", "e.rs"][i],
+            format!("fn caller{i}() {{\n    rt.block_on(async {{}});\n    rt.block_on(async {{}});\n}}\n"),
+        ));
+    }
+    let files: Vec<(&str, &str)> = files.iter().map(|(p, c)| (*p, c.as_str())).collect();
+    let root = env.project("proj", &files);
+    let mut shim = Shim::start(&env, &root);
+    shim.initialize();
+    let result = shim.search_until("block_on", "src/runtime.rs");
+    let first = &result["structuredContent"]["results"][0];
+    assert_eq!(first["path"], "src/runtime.rs", "{result}");
+    assert_eq!(first["symbol"], "Runtime::block_on", "{result}");
+    assert_eq!(first["kind"], "method", "{result}");
+}
