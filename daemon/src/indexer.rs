@@ -36,10 +36,13 @@ pub fn reconcile(
     // Stage 2: diff against what is indexed.
     let known = index.store.all_files().map_err(|e| e.to_string())?;
     let on_disk: HashSet<&str> = scanned.files.iter().map(|c| c.rel_path.as_str()).collect();
+    let removed = AtomicU64::new(0);
+    let changed_files = AtomicU64::new(0);
     for path in known.keys().filter(|p| !on_disk.contains(p.as_str())) {
         if !writer.send(WriteOp::Remove(path.clone())) {
             return Err("index writer has stopped".into());
         }
+        removed.fetch_add(1, Ordering::Relaxed);
     }
     let (unchanged, changed): (Vec<_>, Vec<_>) = scanned.files.iter().partition(|c| {
         known
@@ -64,6 +67,7 @@ pub fn reconcile(
                             mtime_ns: candidate.mtime_ns,
                         })
                     } else {
+                        changed_files.fetch_add(1, Ordering::Relaxed);
                         let language = lang::language_of(Path::new(&candidate.rel_path));
                         let chunked = syntax::chunk_file(language, &text);
                         Some(WriteOp::Upsert(FileUpdate {
@@ -79,7 +83,10 @@ pub fn reconcile(
                 }
                 ReadOutcome::Skipped(reason) => {
                     progress.add_skipped(reason);
-                    previous.map(|_| WriteOp::Remove(candidate.rel_path.clone()))
+                    previous.map(|_| {
+                        removed.fetch_add(1, Ordering::Relaxed);
+                        WriteOp::Remove(candidate.rel_path.clone())
+                    })
                 }
             };
             if let Some(op) = op {
@@ -93,6 +100,8 @@ pub fn reconcile(
     progress.end_pass(
         source_bytes.load(Ordering::Relaxed),
         started.elapsed().as_millis() as u64,
+        changed_files.load(Ordering::Relaxed),
+        removed.load(Ordering::Relaxed),
     );
     Ok(())
 }

@@ -214,6 +214,24 @@ impl Lexical {
         self.reader.reload().map_err(|e| self.err(e))
     }
 
+    /// The chunk id of every live document (duplicates included).
+    pub fn all_chunk_ids(&self) -> Result<Vec<u64>, IndexError> {
+        let searcher = self.reader.searcher();
+        let mut out = Vec::new();
+        for segment in searcher.segment_readers() {
+            let column = segment
+                .fast_fields()
+                .u64("chunk_id")
+                .map_err(|e| self.err(e))?;
+            for doc in segment.doc_ids_alive() {
+                if let Some(id) = column.first(doc) {
+                    out.push(id);
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// Number of live documents visible to searches.
     pub fn num_docs(&self) -> u64 {
         self.reader.searcher().num_docs()

@@ -20,4 +20,5 @@ pub mod server;
 pub mod store;
 pub mod syntax;
 pub mod tokenizer;
+pub mod verify;
 pub mod writer;

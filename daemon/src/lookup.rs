@@ -189,13 +189,13 @@ pub fn lookup(
 ) -> Result<Vec<LookupMatch>, Error> {
     let path = params.path.as_deref().filter(|p| !p.trim().is_empty());
     let symbol = params.symbol.as_deref().filter(|s| !s.trim().is_empty());
-    if let (Some(start), Some(end)) = (params.start_line, params.end_line) {
-        if end < start {
-            return Err(invalid(
-                "end_line",
-                format!("must not be before start_line ({end} < {start})"),
-            ));
-        }
+    if let (Some(start), Some(end)) = (params.start_line, params.end_line)
+        && end < start
+    {
+        return Err(invalid(
+            "end_line",
+            format!("must not be before start_line ({end} < {start})"),
+        ));
     }
     if params.start_line == Some(0) {
         return Err(invalid("start_line", "lines are 1-based"));
@@ -298,7 +298,7 @@ mod tests {
         std::fs::write(root.join(".env"), "KEY=1").unwrap();
         let root = root.canonicalize().unwrap();
         assert_eq!(confine(&root, "src/a.rs").unwrap().1, "src/a.rs");
-        assert_eq!(confine(&root, "./src/../src/a.rs").is_err(), true);
+        assert!(confine(&root, "./src/../src/a.rs").is_err());
         let abs = root.join("src/a.rs");
         assert_eq!(confine(&root, abs.to_str().unwrap()).unwrap().1, "src/a.rs");
         for bad in [

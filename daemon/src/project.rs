@@ -23,10 +23,11 @@ pub enum IndexState {
     Error,
 }
 
-const SKIP_REASONS: [SkipReason; 5] = [
+const SKIP_REASONS: [SkipReason; 6] = [
     SkipReason::TooLarge,
     SkipReason::Binary,
     SkipReason::NotUtf8,
+    SkipReason::LongLines,
     SkipReason::Secret,
     SkipReason::Unreadable,
 ];
@@ -43,7 +44,10 @@ pub struct Progress {
     source_bytes: AtomicU64,
     last_pass_ms: AtomicU64,
     passes: AtomicU64,
-    skipped: [AtomicU64; 5],
+    last_pass_changed: AtomicU64,
+    last_pass_removed: AtomicU64,
+    notice: Mutex<Option<String>>,
+    skipped: [AtomicU64; 6],
     last_error: Mutex<Option<String>>,
 }
 
@@ -89,12 +93,17 @@ impl Progress {
 
     /// A file was skipped.
     pub fn add_skipped(&self, reason: SkipReason) {
-        let idx = SKIP_REASONS.iter().position(|r| *r == reason).unwrap_or(4);
+        let idx = SKIP_REASONS
+            .iter()
+            .position(|r| *r == reason)
+            .unwrap_or(SKIP_REASONS.len() - 1);
         self.skipped[idx].fetch_add(1, Ordering::Relaxed);
     }
 
-    /// End a pass.
-    pub fn end_pass(&self, source_bytes: u64, elapsed_ms: u64) {
+    /// End a pass that re-chunked `changed` files and removed `removed`.
+    pub fn end_pass(&self, source_bytes: u64, elapsed_ms: u64, changed: u64, removed: u64) {
+        self.last_pass_changed.store(changed, Ordering::Relaxed);
+        self.last_pass_removed.store(removed, Ordering::Relaxed);
         self.source_bytes.store(source_bytes, Ordering::Relaxed);
         self.last_pass_ms.store(elapsed_ms, Ordering::Relaxed);
     }
@@ -132,6 +141,12 @@ pub struct ProjectStatus {
     pub last_pass_ms: u64,
     /// Passes finished since the project was loaded.
     pub passes: u64,
+    /// Files re-chunked by the last pass.
+    pub last_pass_changed: u64,
+    /// Files removed by the last pass.
+    pub last_pass_removed: u64,
+    /// Why the index was rebuilt, if it was.
+    pub notice: Option<String>,
 }
 
 /// The storage of a project: shared by its writer thread and its readers.
@@ -212,7 +227,14 @@ impl Project {
             Err(e) => {
                 tracing::warn!(dir = %dir.display(), error = %e, "index unreadable; rebuilding");
                 let _ = std::fs::remove_dir_all(&dir);
-                open_index(&dir, &root)?
+                let index = open_index(&dir, &root)?;
+                *index
+                    .progress
+                    .notice
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()) =
+                    Some(format!("the index was rebuilt: {e}"));
+                index
             }
         };
         let recovered = writer::recover(&index)?;
@@ -240,6 +262,8 @@ impl Project {
     /// Start a reconcile pass in the background, unless one is running (then it reruns
     /// once the current pass ends).
     pub fn start_reconcile(self: &Arc<Self>) {
+        // Callers see `indexing` as soon as this returns, not once the thread starts.
+        self.index.progress.set_state(IndexState::Indexing);
         self.pass_requested.store(true, Ordering::SeqCst);
         if self.pass_running.swap(true, Ordering::SeqCst) {
             return;
@@ -310,6 +334,9 @@ impl Project {
                 .clone(),
             last_pass_ms: p.last_pass_ms.load(Ordering::Relaxed),
             passes: p.passes.load(Ordering::Acquire),
+            last_pass_changed: p.last_pass_changed.load(Ordering::Relaxed),
+            last_pass_removed: p.last_pass_removed.load(Ordering::Relaxed),
+            notice: p.notice.lock().unwrap_or_else(|e| e.into_inner()).clone(),
         }
     }
 
@@ -359,6 +386,18 @@ impl Project {
     ) -> Result<Vec<crate::lookup::LookupMatch>, Error> {
         self.wait_for_first_commit();
         crate::lookup::lookup(&self.root, &self.index.store, params)
+    }
+
+    /// Wait (bounded) for the running pass to end, then check consistency.
+    pub fn verify(&self) -> Result<crate::verify::VerifyReport, Error> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+        while (self.pass_running.load(Ordering::SeqCst)
+            || self.index.progress.passes.load(Ordering::Acquire) == 0)
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        Ok(crate::verify::verify(&self.root, &self.index, self.limits)?)
     }
 
     /// A brand-new index has nothing to answer from: give its first pass a moment (bounded)

@@ -73,6 +73,9 @@ fn project_status_to_pb(s: ProjectStatus) -> pb::ProjectStatus {
         last_error: s.last_error,
         last_pass_ms: s.last_pass_ms,
         passes: s.passes,
+        last_pass_changed: s.last_pass_changed,
+        last_pass_removed: s.last_pass_removed,
+        notice: s.notice,
         skipped: s
             .skipped
             .into_iter()
@@ -194,6 +197,22 @@ impl amanmcp_proto::Daemon for RpcService {
                     total_lines: m.total_lines,
                 })
                 .collect(),
+        }))
+    }
+
+    async fn verify(
+        &self,
+        request: Request<pb::VerifyRequest>,
+    ) -> Result<Response<pb::VerifyReply>, Status> {
+        let root = request.into_inner().root;
+        let registry = self.registry.clone();
+        let report = blocking(move || registry.open(&root, false)?.verify()).await?;
+        Ok(Response::new(pb::VerifyReply {
+            ok: report.problems.is_empty(),
+            problems: report.problems,
+            files: report.files,
+            chunks: report.chunks,
+            docs: report.docs,
         }))
     }
 

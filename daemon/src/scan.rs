@@ -29,8 +29,10 @@ pub enum SkipReason {
     TooLarge,
     /// Contains NUL bytes or has a binary extension.
     Binary,
-    /// Not valid UTF-8.
+    /// Not text in any encoding we can read (mostly invalid UTF-8, e.g. UTF-16).
     NotUtf8,
+    /// A line longer than the limit: minified or generated.
+    LongLines,
     /// Looks like a secrets file.
     Secret,
     /// Could not be read (permissions, vanished, bad name).
@@ -44,6 +46,7 @@ impl SkipReason {
             SkipReason::TooLarge => "too_large",
             SkipReason::Binary => "binary",
             SkipReason::NotUtf8 => "not_utf8",
+            SkipReason::LongLines => "long_lines",
             SkipReason::Secret => "secret",
             SkipReason::Unreadable => "unreadable",
         }
@@ -55,12 +58,15 @@ impl SkipReason {
 pub struct Limits {
     /// Files larger than this are skipped.
     pub max_file_bytes: u64,
+    /// Files with a line longer than this are skipped (minified, generated).
+    pub max_line_bytes: usize,
 }
 
 impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_file_bytes: 1024 * 1024,
+            max_line_bytes: 16 * 1024,
         }
     }
 }
@@ -74,6 +80,12 @@ impl Limits {
             .and_then(|v| v.parse().ok())
         {
             limits.max_file_bytes = v;
+        }
+        if let Some(v) = std::env::var("AMANMCP_MAX_LINE_BYTES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+        {
+            limits.max_line_bytes = v;
         }
         limits
     }
@@ -172,7 +184,8 @@ pub enum ReadOutcome {
     Skipped(SkipReason),
 }
 
-/// Read a candidate file, rejecting binary, non-UTF-8 and oversized content.
+/// Read a candidate file, rejecting binary, undecodable, minified and oversized content.
+/// Mostly-UTF-8 text in a legacy encoding (a Latin-1 comment) is decoded lossily.
 pub fn read_text(path: &Path, limits: Limits) -> ReadOutcome {
     let bytes = match std::fs::read(path) {
         Ok(bytes) => bytes,
@@ -186,10 +199,24 @@ pub fn read_text(path: &Path, limits: Limits) -> ReadOutcome {
         return ReadOutcome::Skipped(SkipReason::Binary);
     }
     let hash = xxhash_rust::xxh3::xxh3_64(&bytes);
-    match String::from_utf8(bytes) {
-        Ok(text) => ReadOutcome::Text(text, hash),
-        Err(_) => ReadOutcome::Skipped(SkipReason::NotUtf8),
+    let text = match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => {
+            let text = String::from_utf8_lossy(e.as_bytes()).into_owned();
+            let replaced = text
+                .chars()
+                .filter(|c| *c == char::REPLACEMENT_CHARACTER)
+                .count();
+            if replaced * 20 > text.chars().count().max(1) {
+                return ReadOutcome::Skipped(SkipReason::NotUtf8);
+            }
+            text
+        }
+    };
+    if text.lines().any(|line| line.len() > limits.max_line_bytes) {
+        return ReadOutcome::Skipped(SkipReason::LongLines);
     }
+    ReadOutcome::Text(text, hash)
 }
 
 #[cfg(test)]
@@ -213,6 +240,7 @@ mod tests {
             root,
             Limits {
                 max_file_bytes: 1000,
+                ..Limits::default()
             },
         );
         let paths: Vec<&str> = out.files.iter().map(|c| c.rel_path.as_str()).collect();
@@ -237,10 +265,26 @@ mod tests {
             ReadOutcome::Skipped(SkipReason::Binary)
         ));
         let latin1 = dir.path().join("b.txt");
-        std::fs::write(&latin1, [b'c', b'a', b'f', 0xe9]).unwrap();
+        std::fs::write(&latin1, b"# caf\xe9 au lait\ndef brew(): pass\n").unwrap();
+        match read_text(&latin1, Limits::default()) {
+            ReadOutcome::Text(text, _) => assert!(text.contains("def brew()")),
+            _ => panic!("mostly-UTF-8 text is decoded lossily"),
+        }
+        let utf16 = dir.path().join("c.txt");
+        let wide: Vec<u8> = "hello world"
+            .encode_utf16()
+            .flat_map(|u| u.to_be_bytes())
+            .collect();
+        std::fs::write(&utf16, &wide[1..]).unwrap();
         assert!(matches!(
-            read_text(&latin1, Limits::default()),
-            ReadOutcome::Skipped(SkipReason::NotUtf8)
+            read_text(&utf16, Limits::default()),
+            ReadOutcome::Skipped(_)
+        ));
+        let minified = dir.path().join("bundle.js");
+        std::fs::write(&minified, "var a=1;".repeat(5000)).unwrap();
+        assert!(matches!(
+            read_text(&minified, Limits::default()),
+            ReadOutcome::Skipped(SkipReason::LongLines)
         ));
     }
 }

@@ -231,6 +231,17 @@ impl Store {
         Ok(out)
     }
 
+    /// Every chunk id with the path it records.
+    pub fn all_chunks(&self) -> Result<Vec<(u64, String)>, IndexError> {
+        let rtxn = self.env.read_txn().map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        for item in self.chunks.iter(&rtxn).map_err(|e| self.err(e))? {
+            let (id, chunk) = item.map_err(|e| self.err(e))?;
+            out.push((id, chunk.path));
+        }
+        Ok(out)
+    }
+
     /// The symbols of `path`.
     pub fn symbols_of(&self, path: &str) -> Result<Vec<SymbolRecord>, IndexError> {
         let rtxn = self.env.read_txn().map_err(|e| self.err(e))?;

@@ -256,6 +256,7 @@ impl Writer {
             }
             txn.commit(self.next_chunk_id)?;
             self.index.lexical.commit(&mut self.writer)?;
+            crash_point("after_lexical_commit");
         }
         let mut txn = store.write_txn()?;
         for staged in self.staged.drain(..) {
@@ -274,6 +275,17 @@ impl Writer {
         self.lexical_paths.clear();
         self.index.refresh_counts();
         Ok(())
+    }
+}
+
+/// Test hook: abort the process at the named point when `AMANMCP_CRASH_AT` names it, so
+/// tests can stop the daemon exactly between the tantivy and LMDB halves of a commit.
+fn crash_point(name: &str) {
+    static CRASH_AT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    let at = CRASH_AT.get_or_init(|| std::env::var("AMANMCP_CRASH_AT").ok());
+    if at.as_deref() == Some(name) {
+        tracing::error!(point = name, "AMANMCP_CRASH_AT: aborting");
+        std::process::abort();
     }
 }
 

@@ -240,8 +240,13 @@ impl AmanServer {
         structured["source_bytes"] = json!(status.source_bytes);
         structured["skipped"] = Value::Object(skipped);
         structured["last_pass_ms"] = json!(status.last_pass_ms);
+        structured["last_pass_changed"] = json!(status.last_pass_changed);
+        structured["last_pass_removed"] = json!(status.last_pass_removed);
         if let Some(error) = &status.last_error {
             structured["last_error"] = json!(error);
+        }
+        if let Some(notice) = &status.notice {
+            structured["notice"] = json!(notice);
         }
         let mut text = format!(
             "Project {}\nState: {}\nFiles: {}  Chunks: {}\nProgress: {}/{} files\nIndex size: {} bytes (source {} bytes)\n",
@@ -264,6 +269,9 @@ impl AmanServer {
         }
         if let Some(error) = &status.last_error {
             text.push_str(&format!("Last error: {error}\n"));
+        }
+        if let Some(notice) = &status.notice {
+            text.push_str(&format!("Notice: {notice}\n"));
         }
         Ok(structured_result(text, structured))
     }
@@ -566,6 +574,18 @@ pub fn tools() -> Vec<Tool> {
     );
     props.insert("last_pass_ms".into(), json!({"type": "integer"}));
     props.insert("last_error".into(), json!({"type": "string"}));
+    props.insert(
+        "last_pass_changed".into(),
+        json!({"type": "integer", "description": "Files re-chunked by the last pass."}),
+    );
+    props.insert(
+        "last_pass_removed".into(),
+        json!({"type": "integer", "description": "Files dropped by the last pass."}),
+    );
+    props.insert(
+        "notice".into(),
+        json!({"type": "string", "description": "Set when the index had to be rebuilt."}),
+    );
     vec![
         Tool::new(
             "search",

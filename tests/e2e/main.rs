@@ -2,5 +2,6 @@
 //! data directory (see `amanmcp_tests::TestEnv`).
 
 mod daemon;
+mod index;
 mod lookup;
 mod mcp;

@@ -32,6 +32,12 @@ enum Command {
         #[arg(long)]
         no_wait: bool,
     },
+    /// Wait for a project's indexing pass, then check that its index agrees with itself and
+    /// with the files on disk. Exit 1 on any problem.
+    Verify {
+        /// Project root.
+        path: Option<std::path::PathBuf>,
+    },
     /// Ask the daemon to stop.
     Stop,
 }
@@ -52,6 +58,7 @@ fn main() -> ExitCode {
         match args.command {
             Command::Status { json } => status(json).await,
             Command::Index { path, no_wait } => index(path, no_wait).await,
+            Command::Verify { path } => verify(path).await,
             Command::Stop => stop().await,
         }
     })
@@ -133,7 +140,13 @@ async fn status(as_json: bool) -> ExitCode {
                     "skipped_files": p.skipped_files,
                     "skipped": p.skipped.iter().map(|s| (s.reason.clone(), json!(s.files))).collect::<serde_json::Map<_, _>>(),
                     "last_pass_ms": p.last_pass_ms,
+                    "last_pass_changed": p.last_pass_changed,
+                    "last_pass_removed": p.last_pass_removed,
+                    "passes": p.passes,
                 });
+                if let Some(notice) = &p.notice {
+                    v["notice"] = json!(notice);
+                }
                 if let Some(error) = &p.last_error {
                     v["last_error"] = json!(error);
                 }
@@ -182,6 +195,13 @@ async fn status(as_json: bool) -> ExitCode {
                 println!("    skipped: {}", parts.join(", "));
             }
             println!(
+                "    last pass: {} ms, {} files changed, {} removed",
+                p.last_pass_ms, p.last_pass_changed, p.last_pass_removed
+            );
+            if let Some(notice) = &p.notice {
+                println!("    notice: {notice}");
+            }
+            println!(
                 "    last error: {}",
                 p.last_error.as_deref().unwrap_or("none")
             );
@@ -190,24 +210,71 @@ async fn status(as_json: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// The project root and a link to the daemon (started if needed).
+fn project_link(
+    path: Option<&std::path::Path>,
+) -> Result<(String, amanmcp::link::DaemonLink), String> {
+    let root = amanmcp::project::resolve_root(Some(path.unwrap_or(std::path::Path::new("."))))
+        .map_err(|e| e.to_string())?;
+    let socket = endpoint::socket_path().map_err(|e| e.to_string())?;
+    Ok((
+        root.to_string_lossy().into_owned(),
+        amanmcp::link::DaemonLink::new(socket),
+    ))
+}
+
+async fn verify(path: Option<std::path::PathBuf>) -> ExitCode {
+    let (root, link) = match project_link(path.as_deref()) {
+        Ok(pair) => pair,
+        Err(e) => {
+            eprintln!("amanctl: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let reply = link
+        .call(|mut client| {
+            let root = root.clone();
+            async move {
+                client
+                    .verify(pb::VerifyRequest { root })
+                    .await
+                    .map(|r| r.into_inner())
+            }
+        })
+        .await;
+    match reply {
+        Ok(reply) => {
+            println!(
+                "{}: {} files, {} chunks, {} documents",
+                if reply.ok { "ok" } else { "INCONSISTENT" },
+                reply.files,
+                reply.chunks,
+                reply.docs
+            );
+            for problem in &reply.problems {
+                println!("  {problem}");
+            }
+            if reply.ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Err(e) => {
+            eprintln!("amanctl: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 async fn index(path: Option<std::path::PathBuf>, no_wait: bool) -> ExitCode {
-    let root = match amanmcp::project::resolve_root(Some(
-        path.as_deref().unwrap_or(std::path::Path::new(".")),
-    )) {
-        Ok(root) => root.to_string_lossy().into_owned(),
+    let (root, link) = match project_link(path.as_deref()) {
+        Ok(pair) => pair,
         Err(e) => {
             eprintln!("amanctl: {e}");
             return ExitCode::FAILURE;
         }
     };
-    let socket = match endpoint::socket_path() {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("amanctl: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let link = amanmcp::link::DaemonLink::new(socket);
     let open = || {
         link.call(|mut client| {
             let root = root.clone();

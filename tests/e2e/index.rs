@@ -1,0 +1,465 @@
+//! Indexing over the real daemon: incremental updates, crashes, hostile trees, rebuilds.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use amanmcp_tests::{Shim, TestEnv};
+use serde_json::{Value, json};
+
+/// A small deterministic generator (no test may depend on wall-clock randomness).
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+fn amanctl(env: &TestEnv, args: &[&str], root: &Path) -> (bool, String) {
+    let out = env
+        .command("amanctl")
+        .args(args)
+        .arg(root)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+fn verify_ok(env: &TestEnv, root: &Path, when: &str) {
+    let (ok, text) = amanctl(env, &["verify"], root);
+    assert!(
+        ok && text.starts_with("ok:"),
+        "verify {when}:\n{text}\ndaemon log:\n{}",
+        env.daemon_log()
+    );
+}
+
+fn project_status(env: &TestEnv) -> Value {
+    let (running, status) = env.status();
+    assert!(running, "{status}");
+    status["projects"][0].clone()
+}
+
+fn hits(shim: &mut Shim, query: &str) -> Vec<String> {
+    let reply = shim.call_tool("search", json!({"query": query, "limit": 50}));
+    assert_ne!(reply["result"]["isError"], json!(true), "{reply}");
+    reply["result"]["structuredContent"]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["path"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn incremental_updates_touch_only_what_changed_and_leave_no_trace() {
+    let env = TestEnv::new();
+    let root = env.project(
+        "proj",
+        &[
+            ("keep.py", "def kept_function():\n    return 'keep'\n"),
+            (
+                "edit.py",
+                "def edited_function():\n    return 'alphatoken'\n",
+            ),
+            (
+                "gone.py",
+                "def deletedfunction():\n    return 'gonetoken'\n",
+            ),
+            (
+                "old/name.py",
+                "def renamed_function():\n    return 'movedtoken'\n",
+            ),
+        ],
+    );
+    let (ok, text) = amanctl(&env, &["index"], &root);
+    assert!(ok, "{text}");
+    assert_eq!(project_status(&env)["last_pass_changed"], 4);
+
+    std::fs::write(
+        root.join("edit.py"),
+        "def edited_function():\n    return 'betatoken'\n",
+    )
+    .unwrap();
+    std::fs::remove_file(root.join("gone.py")).unwrap();
+    std::fs::create_dir_all(root.join("new")).unwrap();
+    std::fs::rename(root.join("old/name.py"), root.join("new/name.py")).unwrap();
+    std::fs::write(
+        root.join("added.py"),
+        "def added_function():\n    return 'freshtoken'\n",
+    )
+    .unwrap();
+    let (ok, text) = amanctl(&env, &["index"], &root);
+    assert!(ok, "{text}");
+    let status = project_status(&env);
+    assert_eq!(
+        status["last_pass_changed"], 3,
+        "edit, rename target, add: {status}"
+    );
+    assert_eq!(
+        status["last_pass_removed"], 2,
+        "delete, rename source: {status}"
+    );
+    assert_eq!(status["files"], 4);
+    verify_ok(&env, &root, "after updates");
+
+    let mut shim = Shim::start(&env, &root);
+    shim.initialize();
+    assert_eq!(hits(&mut shim, "betatoken"), ["edit.py"]);
+    assert!(hits(&mut shim, "alphatoken").is_empty());
+    assert!(hits(&mut shim, "gonetoken").is_empty());
+    assert!(hits(&mut shim, "deletedfunction").is_empty());
+    assert_eq!(hits(&mut shim, "movedtoken"), ["new/name.py"]);
+    assert_eq!(hits(&mut shim, "freshtoken"), ["added.py"]);
+    let reply = shim.call_tool("lookup", json!({"symbol": "renamed_function"}));
+    let matches = reply["result"]["structuredContent"]["matches"]
+        .as_array()
+        .unwrap();
+    assert_eq!(matches.len(), 1, "{reply}");
+    assert_eq!(matches[0]["path"], "new/name.py");
+
+    // A touch without a content change re-reads but does not re-chunk; no change at all
+    // reads nothing.
+    let content = std::fs::read(root.join("keep.py")).unwrap();
+    std::fs::write(root.join("keep.py"), content).unwrap();
+    let (ok, _) = amanctl(&env, &["index"], &root);
+    assert!(ok);
+    let status = project_status(&env);
+    assert_eq!(
+        (
+            status["last_pass_changed"].as_u64(),
+            status["last_pass_removed"].as_u64()
+        ),
+        (Some(0), Some(0))
+    );
+    verify_ok(&env, &root, "after a touch");
+}
+
+fn python_module(i: usize, version: usize) -> String {
+    let mut text = format!(
+        "\"\"\"Module {i}.\"\"\"\n\n\ndef func_{i}():\n    return \"zq{i}zv{version}\"\n\n\nclass Holder{i}:\n"
+    );
+    for m in 0..8 {
+        text.push_str(&format!(
+            "    def method_{m}(self, x):\n        y = x * {m} + {i}\n        return y\n\n"
+        ));
+    }
+    text
+}
+
+fn spawn_daemon(env: &TestEnv) -> Child {
+    let child = env
+        .command("amanmcpd")
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    env.wait_for(Duration::from_secs(20), "the daemon to listen", || {
+        env.daemon_pid() == Some(child.id() as i32)
+    });
+    child
+}
+
+#[test]
+fn the_index_survives_sigkill_at_random_points_during_indexing_and_updates() {
+    let env = TestEnv::new();
+    let root = env.project("big", &[]);
+    let mut files: BTreeMap<String, (usize, usize)> = BTreeMap::new(); // path -> (id, version)
+    let write = |path: &str, id: usize, version: usize| {
+        let full = root.join(path);
+        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+        std::fs::write(full, python_module(id, version)).unwrap();
+    };
+    for i in 0..1200 {
+        let path = format!("pkg{}/mod{i}.py", i % 24);
+        write(&path, i, 0);
+        files.insert(path, (i, 0));
+    }
+    let mut next_id = 1200;
+    let mut rng = Lcg(0x5eed_cafe);
+    let mut removed_tokens = Vec::new();
+    for round in 0..12 {
+        if round > 0 {
+            // Updates: edit, delete, add and rename files while the daemon is down.
+            let paths: Vec<String> = files.keys().cloned().collect();
+            for _ in 0..30 {
+                let path = &paths[rng.below(paths.len() as u64) as usize];
+                let (id, version) = files[path];
+                if files.contains_key(path) {
+                    removed_tokens.push(format!("zq{id}zv{version}"));
+                    write(path, id, version + 1);
+                    files.insert(path.clone(), (id, version + 1));
+                }
+            }
+            for _ in 0..10 {
+                let paths: Vec<String> = files.keys().cloned().collect();
+                let path = &paths[rng.below(paths.len() as u64) as usize];
+                let (id, version) = files.remove(path).unwrap();
+                std::fs::remove_file(root.join(path)).unwrap();
+                removed_tokens.push(format!("zq{id}zv{version}"));
+            }
+            for _ in 0..10 {
+                let path = format!("added/r{round}/mod{next_id}.py");
+                write(&path, next_id, 0);
+                files.insert(path, (next_id, 0));
+                next_id += 1;
+            }
+            for k in 0..5 {
+                let paths: Vec<String> = files.keys().cloned().collect();
+                let from = paths[rng.below(paths.len() as u64) as usize].clone();
+                let to = format!("moved/r{round}/{k}_{}", from.replace('/', "_"));
+                std::fs::create_dir_all(root.join(&to).parent().unwrap()).unwrap();
+                std::fs::rename(root.join(&from), root.join(&to)).unwrap();
+                let entry = files.remove(&from).unwrap();
+                files.insert(to, entry);
+            }
+        }
+        let mut daemon = spawn_daemon(&env);
+        let (ok, text) = amanctl(&env, &["index", "--no-wait"], &root);
+        assert!(ok, "{text}");
+        std::thread::sleep(Duration::from_millis(rng.below(1500)));
+        daemon.kill().unwrap();
+        daemon.wait().unwrap();
+        if round % 4 == 3 {
+            // After a crash the index opens, reconciles and is consistent.
+            let mut daemon = spawn_daemon(&env);
+            verify_ok(&env, &root, &format!("after crash round {round}"));
+            daemon.kill().unwrap();
+            daemon.wait().unwrap();
+        }
+    }
+    // Exactly between the tantivy and the LMDB halves of a commit: tantivy is ahead, and
+    // the dirty marks must let the next start undo and redo that batch.
+    std::fs::write(root.join("late.py"), python_module(99_999, 0)).unwrap();
+    files.insert("late.py".into(), (99_999, 0));
+    let log = std::fs::File::create(env.path().join("crash.log")).unwrap();
+    let mut crashing = env
+        .command("amanmcpd")
+        .env("AMANMCP_CRASH_AT", "after_lexical_commit")
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    env.wait_for(Duration::from_secs(20), "the daemon to listen", || {
+        env.daemon_pid().is_some()
+    });
+    let _ = amanctl(&env, &["index", "--no-wait"], &root);
+    let status = crashing.wait().unwrap();
+    assert!(!status.success(), "the crash point must abort the daemon");
+    let log = std::fs::File::create(env.path().join("recover.log")).unwrap();
+    let mut daemon = env.command("amanmcpd").stderr(log).spawn().unwrap();
+    env.wait_for(Duration::from_secs(20), "the daemon to listen", || {
+        env.daemon_pid().is_some()
+    });
+    verify_ok(&env, &root, "at the end");
+    let recover_log = std::fs::read_to_string(env.path().join("recover.log")).unwrap();
+    assert!(
+        recover_log.contains("recovered an interrupted commit"),
+        "{recover_log}"
+    );
+    let status = project_status(&env);
+    assert_eq!(status["files"], files.len() as u64, "{status}");
+
+    let mut shim = Shim::start(&env, &root);
+    shim.initialize();
+    let mut sample = Lcg(7);
+    let paths: Vec<(&String, &(usize, usize))> = files.iter().collect();
+    for _ in 0..25 {
+        let (path, (id, version)) = paths[sample.below(paths.len() as u64) as usize];
+        assert_eq!(
+            hits(&mut shim, &format!("zq{id}zv{version}")),
+            std::slice::from_ref(path)
+        );
+    }
+    for token in removed_tokens.iter().step_by(7) {
+        assert!(hits(&mut shim, token).is_empty(), "{token} is stale");
+    }
+    daemon.kill().unwrap();
+    daemon.wait().unwrap();
+}
+
+#[test]
+fn hostile_trees_are_indexed_without_hanging_or_panicking() {
+    let env = TestEnv::new();
+    let root = env.project(
+        "hostile",
+        &[
+            ("ok.py", "def findablemarker():\n    pass\n"),
+            ("app.min.js", "var minifiedmarker=1;"),
+            (".env", "envmarker=secret\n"),
+            ("keys/server.pem", "pemmarker\n"),
+        ],
+    );
+    std::fs::write(root.join("blob.bin"), b"blobmarker\x00\x01\x02\xff").unwrap();
+    std::fs::write(
+        root.join("latin1.py"),
+        b"# caf\xe9 cr\xe8me\ndef latinmarker():\n    pass\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("long_line.js"),
+        format!("var longmarker = '{}';", "x".repeat(100_000)),
+    )
+    .unwrap();
+    let huge = std::fs::File::create(root.join("huge.txt")).unwrap();
+    huge.set_len(100 << 20).unwrap(); // 100 MB, sparse: skipped by size, never read
+    let mut deep = root.clone();
+    for i in 0..60 {
+        deep.push(format!("d{i}"));
+    }
+    std::fs::create_dir_all(&deep).unwrap();
+    std::fs::write(deep.join("deep.py"), "def deepmarker():\n    pass\n").unwrap();
+    std::fs::write(
+        root.join("nested.json"),
+        format!("{}1{}", "[".repeat(20_000), "]".repeat(20_000)),
+    )
+    .unwrap();
+    std::fs::create_dir_all(root.join("loop")).unwrap();
+    std::os::unix::fs::symlink("..", root.join("loop/parent")).unwrap();
+    std::os::unix::fs::symlink("b", root.join("a")).unwrap();
+    std::os::unix::fs::symlink("a", root.join("b")).unwrap();
+    let outside = env.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(
+        outside.join("secret.py"),
+        "def outsidemarker():\n    pass\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(outside.join("secret.py"), root.join("outside_link.py")).unwrap();
+    std::os::unix::fs::symlink(&outside, root.join("outside_dir")).unwrap();
+    let fifo = std::ffi::CString::new(root.join("pipe.py").to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo reads a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    let locked = root.join("locked.py");
+    std::fs::write(&locked, "def lockedmarker(): pass\n").unwrap();
+    std::fs::set_permissions(&locked, std::os::unix::fs::PermissionsExt::from_mode(0o000)).unwrap();
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let bad_name = std::ffi::OsStr::from_bytes(b"bad_\xff_name.py");
+        std::fs::write(root.join(bad_name), "def badnamemarker(): pass\n").unwrap();
+    }
+    for i in 0..300 {
+        std::fs::create_dir_all(root.join("tmp")).unwrap();
+        std::fs::write(root.join(format!("tmp/vanish_{i}.py")), python_module(i, 0)).unwrap();
+    }
+    // Files vanish while the first pass runs.
+    let vanish_root = root.clone();
+    let vanisher = std::thread::spawn(move || {
+        for i in (0..300).step_by(2) {
+            let _ = std::fs::remove_file(vanish_root.join(format!("tmp/vanish_{i}.py")));
+        }
+    });
+    let (ok, text) = amanctl(&env, &["index"], &root);
+    vanisher.join().unwrap();
+    assert!(ok, "{text}\n{}", env.daemon_log());
+    // Reconcile what vanished, then everything must be consistent.
+    let (ok, text) = amanctl(&env, &["index"], &root);
+    assert!(ok, "{text}");
+    verify_ok(&env, &root, "hostile tree");
+
+    let status = project_status(&env);
+    let skipped = &status["skipped"];
+    for reason in ["too_large", "binary", "long_lines", "secret"] {
+        assert!(
+            skipped[reason].as_u64().unwrap_or(0) >= 1,
+            "{reason} not counted: {status}"
+        );
+    }
+    assert_eq!(status["state"], "ready", "{status}");
+
+    let mut shim = Shim::start(&env, &root);
+    shim.initialize();
+    assert_eq!(hits(&mut shim, "findablemarker"), ["ok.py"]);
+    assert_eq!(hits(&mut shim, "latinmarker"), ["latin1.py"]);
+    assert_eq!(hits(&mut shim, "deepmarker").len(), 1);
+    for absent in [
+        "outsidemarker",
+        "envmarker",
+        "pemmarker",
+        "blobmarker",
+        "minifiedmarker",
+        "longmarker",
+    ] {
+        assert!(
+            hits(&mut shim, absent).is_empty(),
+            "{absent} must not be indexed"
+        );
+    }
+    let reply = shim.call_tool("index-status", json!({}));
+    let text = reply["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("Skipped:") && text.contains("too_large"),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_unreadable_index_is_rebuilt_automatically_and_says_so() {
+    let env = TestEnv::new();
+    let root = env.project("proj", &[("a.py", "def rebuiltmarker():\n    pass\n")]);
+    let (ok, text) = amanctl(&env, &["index"], &root);
+    assert!(ok, "{text}");
+    let ok = env
+        .command("amanctl")
+        .arg("stop")
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+    env.wait_for(Duration::from_secs(10), "the daemon to stop", || {
+        env.daemon_pid().is_none()
+    });
+    // Corrupt both stores the way an older or damaged format would look.
+    let projects = env.data_dir().join("projects");
+    let dir = std::fs::read_dir(&projects)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    std::fs::write(dir.join("tantivy/meta.json"), b"{ not tantivy").unwrap();
+    let (ok, text) = amanctl(&env, &["index"], &root);
+    assert!(ok, "{text}\n{}", env.daemon_log());
+    let status = project_status(&env);
+    assert!(
+        status["notice"].as_str().unwrap_or("").contains("rebuilt"),
+        "{status}"
+    );
+    verify_ok(&env, &root, "after rebuild");
+
+    let ok = env
+        .command("amanctl")
+        .arg("stop")
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+    env.wait_for(Duration::from_secs(10), "the daemon to stop", || {
+        env.daemon_pid().is_none()
+    });
+    std::fs::write(dir.join("lmdb/data.mdb"), vec![0xAB; 64 * 1024]).unwrap();
+    let (ok, text) = amanctl(&env, &["index"], &root);
+    assert!(ok, "{text}\n{}", env.daemon_log());
+    assert!(
+        project_status(&env)["notice"]
+            .as_str()
+            .unwrap_or("")
+            .contains("rebuilt")
+    );
+    verify_ok(&env, &root, "after LMDB rebuild");
+    let mut shim = Shim::start(&env, &root);
+    shim.initialize();
+    assert_eq!(hits(&mut shim, "rebuiltmarker"), ["a.py"]);
+}
