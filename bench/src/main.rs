@@ -39,6 +39,9 @@ enum BenchCommand {
         /// Extra queries, one per line (added to the built-in list).
         #[arg(long)]
         queries: Option<PathBuf>,
+        /// Index DIR itself instead of a temporary copy (skips the file-change figure).
+        #[arg(long)]
+        in_place: bool,
     },
 }
 
@@ -73,6 +76,7 @@ fn main() -> anyhow::Result<()> {
             dir,
             rounds,
             queries,
+            in_place,
         } => {
             let mut list: Vec<String> = QUERIES.iter().map(|q| q.to_string()).collect();
             if let Some(path) = queries {
@@ -85,7 +89,7 @@ fn main() -> anyhow::Result<()> {
                 );
             }
             let runtime = tokio::runtime::Runtime::new()?;
-            runtime.block_on(bench_index(&dir, rounds, &list))
+            runtime.block_on(bench_index(&dir, rounds, &list, in_place))
         }
     }
 }
@@ -187,7 +191,62 @@ fn summary(mut samples: Vec<f64>) -> String {
     )
 }
 
-async fn bench_index(dir: &Path, rounds: usize, queries: &[String]) -> anyhow::Result<()> {
+/// A file to edit for the single-file change figure: the first `.py`/`.rs` file found.
+fn first_source_file(dir: &Path) -> Option<PathBuf> {
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let mut entries: Vec<_> = std::fs::read_dir(&dir).ok()?.flatten().collect();
+        entries.sort_by_key(|e| e.file_name());
+        for entry in entries {
+            let path = entry.path();
+            let name = entry.file_name();
+            if name.to_string_lossy().starts_with('.') {
+                continue;
+            }
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "py" || e == "rs") {
+                return Some(path);
+            }
+        }
+    }
+    None
+}
+
+/// Copy `from` into `to` (regular files and directories only).
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        let target = to.join(entry.file_name());
+        if kind.is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else if kind.is_file() {
+            std::fs::copy(entry.path(), target)?;
+        }
+    }
+    Ok(())
+}
+
+async fn bench_index(
+    dir: &Path,
+    rounds: usize,
+    queries: &[String],
+    in_place: bool,
+) -> anyhow::Result<()> {
+    // Work on a private copy unless told otherwise, so the change figures never touch the
+    // user's tree.
+    let copy = if in_place {
+        None
+    } else {
+        let copy = tempfile::Builder::new()
+            .prefix("amanmcp-bench-tree-")
+            .tempdir_in("/tmp")?;
+        copy_tree(dir, copy.path()).with_context(|| format!("copying {}", dir.display()))?;
+        Some(copy)
+    };
+    let dir = copy.as_ref().map_or(dir, |c| c.path());
     let root = dir
         .canonicalize()
         .with_context(|| format!("{}", dir.display()))?;
@@ -255,6 +314,41 @@ async fn bench_index(dir: &Path, rounds: usize, queries: &[String]) -> anyhow::R
         started.elapsed().as_secs_f64(),
         again.last_pass_ms
     );
+
+    // Single-file change: append a new identifier to one file (of a private copy) and time
+    // until a search finds it.
+    if let Some(copy) = &copy {
+        let target = first_source_file(copy.path()).context("no file to change")?;
+        let mut samples = Vec::new();
+        for round in 0..5 {
+            let marker = format!("amanmcpbenchmarker{round}");
+            let mut text = std::fs::read_to_string(&target)?;
+            text.push_str(&format!("\n# {marker}\n"));
+            let passes = project_status(&mut client, &root_str).await?.passes;
+            let started = Instant::now();
+            std::fs::write(&target, text)?;
+            client
+                .open_project(pb::OpenProjectRequest {
+                    root: root_str.clone(),
+                })
+                .await?;
+            wait_for_pass(&mut client, &root_str, passes + 1).await?;
+            let reply = client
+                .search(pb::SearchRequest {
+                    root: root_str.clone(),
+                    query: marker.clone(),
+                    limit: 1,
+                    ..Default::default()
+                })
+                .await?
+                .into_inner();
+            if reply.results.is_empty() {
+                bail!("{marker} not searchable after the pass");
+            }
+            samples.push(started.elapsed().as_secs_f64() * 1e3);
+        }
+        println!("single-file change -> searchable: {}", summary(samples));
+    }
 
     // Search latency over gRPC.
     let mut grpc = Vec::new();
