@@ -1,10 +1,11 @@
-//! The indexing pipeline of one pass, top to bottom:
-//! `scan` (walk, stat) -> `diff` against LMDB -> `read_and_chunk` (parallel) -> writer.
+//! The indexing pipeline, top to bottom:
+//! `scan` (walk, stat) -> `diff` against LMDB -> `read_and_chunk` (parallel) -> writer -> flush.
 //!
-//! Unchanged files (same size and mtime) are not read. Files whose content hash is unchanged
-//! are only touched. Files gone from disk, or now skipped, are removed.
+//! A full pass covers the whole project; an update covers the directories a batch of file
+//! events touched. Unchanged files (same size and mtime) are not read. Files whose content
+//! hash is unchanged are only touched. Files gone from disk, or now skipped, are removed.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -12,48 +13,130 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use crate::project::ProjectIndex;
-use crate::scan::{self, Limits, ReadOutcome};
+use crate::scan::{self, Candidate, Limits, ReadOutcome, SkipReason};
+use crate::store::FileRecord;
 use crate::writer::{FileUpdate, WriteOp, WriterHandle};
 use crate::{lang, syntax};
 
-/// Bring the index of `root` in line with the files on disk.
+/// A directory an update re-checks: its direct children, or everything below it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirScope {
+    /// Relative path of the directory ("" for the root).
+    pub rel: String,
+    /// Whether to re-check the whole subtree.
+    pub recursive: bool,
+}
+
+/// What a diff did.
+#[derive(Debug, Default)]
+pub struct DiffStats {
+    /// Files re-chunked.
+    pub changed: u64,
+    /// Files removed.
+    pub removed: u64,
+    /// Bytes of text read or known unchanged.
+    pub source_bytes: u64,
+}
+
+/// Bring the whole index of `root` in line with the files on disk.
 pub fn reconcile(
     root: &Path,
     index: &ProjectIndex,
     writer: &WriterHandle,
     limits: Limits,
+    on_dir: &mut dyn FnMut(&Path),
 ) -> Result<(), String> {
     let started = Instant::now();
     let progress = &index.progress;
-
-    // Stage 1: scan.
-    let scanned = scan::scan(root, limits);
+    let scanned = scan::scan_scope(root, root, None, limits, on_dir);
     progress.begin_pass(scanned.files.len() as u64);
     for (_, reason) in &scanned.skipped {
         progress.add_skipped(*reason);
     }
-
-    // Stage 2: diff against what is indexed.
     let known = index.store.all_files().map_err(|e| e.to_string())?;
-    let on_disk: HashSet<&str> = scanned.files.iter().map(|c| c.rel_path.as_str()).collect();
+    let stats = diff(
+        &scanned.files,
+        &known,
+        writer,
+        limits,
+        &|n| progress.add_done(n),
+        &|reason| progress.add_skipped(reason),
+    )?;
+    writer.flush()?;
+    progress.end_pass(
+        stats.source_bytes,
+        started.elapsed().as_millis() as u64,
+        stats.changed,
+        stats.removed,
+    );
+    Ok(())
+}
+
+/// Re-check only `scopes` (after file events) and make the result searchable.
+pub fn update(
+    root: &Path,
+    index: &ProjectIndex,
+    writer: &WriterHandle,
+    limits: Limits,
+    scopes: &[DirScope],
+    on_dir: &mut dyn FnMut(&Path),
+) -> Result<DiffStats, String> {
+    let mut files: HashMap<String, Candidate> = HashMap::new();
+    let mut known: HashMap<String, FileRecord> = HashMap::new();
+    for scope in scopes {
+        let start = if scope.rel.is_empty() {
+            root.to_path_buf()
+        } else {
+            root.join(&scope.rel)
+        };
+        let depth = if scope.recursive { None } else { Some(1) };
+        let scanned = scan::scan_scope(root, &start, depth, limits, on_dir);
+        for candidate in scanned.files {
+            files.insert(candidate.rel_path.clone(), candidate);
+        }
+        let under = index
+            .store
+            .files_under(&scope.rel, scope.recursive)
+            .map_err(|e| e.to_string())?;
+        known.extend(under);
+    }
+    let mut files: Vec<Candidate> = files.into_values().collect();
+    files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
+    let stats = diff(&files, &known, writer, limits, &|_| {}, &|_| {})?;
+    if stats.changed + stats.removed > 0 {
+        writer.flush()?;
+    }
+    Ok(stats)
+}
+
+/// Compare `files` (on disk) with `known` (in LMDB) and send the differences to the writer.
+fn diff(
+    files: &[Candidate],
+    known: &HashMap<String, FileRecord>,
+    writer: &WriterHandle,
+    limits: Limits,
+    on_done: &(dyn Fn(u64) + Sync),
+    on_skipped: &(dyn Fn(SkipReason) + Sync),
+) -> Result<DiffStats, String> {
     let removed = AtomicU64::new(0);
-    let changed_files = AtomicU64::new(0);
+    let changed = AtomicU64::new(0);
+    let on_disk: std::collections::HashSet<&str> =
+        files.iter().map(|c| c.rel_path.as_str()).collect();
     for path in known.keys().filter(|p| !on_disk.contains(p.as_str())) {
         if !writer.send(WriteOp::Remove(path.clone())) {
             return Err("index writer has stopped".into());
         }
         removed.fetch_add(1, Ordering::Relaxed);
     }
-    let (unchanged, changed): (Vec<_>, Vec<_>) = scanned.files.iter().partition(|c| {
+    let (unchanged, to_read): (Vec<&Candidate>, Vec<&Candidate>) = files.iter().partition(|c| {
         known
             .get(&c.rel_path)
             .is_some_and(|r| r.size == c.size && r.mtime_ns == c.mtime_ns)
     });
     let source_bytes = AtomicU64::new(unchanged.iter().map(|c| c.size).sum());
-    progress.add_done(unchanged.len() as u64);
+    on_done(unchanged.len() as u64);
 
-    // Stage 3: read and chunk changed files in parallel; the writer commits them.
-    changed
+    to_read
         .par_iter()
         .for_each_with(writer.clone(), |writer, candidate| {
             let previous = known.get(&candidate.rel_path);
@@ -67,7 +150,7 @@ pub fn reconcile(
                             mtime_ns: candidate.mtime_ns,
                         })
                     } else {
-                        changed_files.fetch_add(1, Ordering::Relaxed);
+                        changed.fetch_add(1, Ordering::Relaxed);
                         let language = lang::language_of(Path::new(&candidate.rel_path));
                         let chunked = syntax::chunk_file(language, &text);
                         Some(WriteOp::Upsert(FileUpdate {
@@ -82,7 +165,7 @@ pub fn reconcile(
                     }
                 }
                 ReadOutcome::Skipped(reason) => {
-                    progress.add_skipped(reason);
+                    on_skipped(reason);
                     previous.map(|_| {
                         removed.fetch_add(1, Ordering::Relaxed);
                         WriteOp::Remove(candidate.rel_path.clone())
@@ -92,16 +175,11 @@ pub fn reconcile(
             if let Some(op) = op {
                 writer.send(op);
             }
-            progress.add_done(1);
+            on_done(1);
         });
-
-    // Stage 4: make it all durable and visible.
-    writer.flush()?;
-    progress.end_pass(
-        source_bytes.load(Ordering::Relaxed),
-        started.elapsed().as_millis() as u64,
-        changed_files.load(Ordering::Relaxed),
-        removed.load(Ordering::Relaxed),
-    );
-    Ok(())
+    Ok(DiffStats {
+        changed: changed.load(Ordering::Relaxed),
+        removed: removed.load(Ordering::Relaxed),
+        source_bytes: source_bytes.load(Ordering::Relaxed),
+    })
 }

@@ -21,4 +21,5 @@ pub mod store;
 pub mod syntax;
 pub mod tokenizer;
 pub mod verify;
+pub mod watch;
 pub mod writer;

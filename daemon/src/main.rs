@@ -54,10 +54,16 @@ fn run(args: Args) -> anyhow::Result<()> {
         Some(path) => std::path::absolute(path)?,
         None => amanmcp_proto::endpoint::data_dir()?,
     };
+    let idle_secs: u64 = std::env::var("AMANMCP_IDLE_UNLOAD_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(30 * 60);
     let config = Config {
         socket_path,
         data_dir,
         limits: Limits::from_env(),
+        watch: amanmcpd::watch::WatchConfig::from_env(),
+        idle_unload: (idle_secs > 0).then(|| std::time::Duration::from_secs(idle_secs)),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -10,6 +10,7 @@ use crate::error::{Error, IndexError, UserError};
 use crate::lexical::{Lexical, LexicalHit, LexicalQuery};
 use crate::scan::{Limits, SkipReason};
 use crate::store::{FORMAT_VERSION, Store};
+use crate::watch::{ProjectWatch, WatchConfig, WatchMode};
 use crate::writer::{self, WriterHandle};
 
 /// Where a project's index stands.
@@ -147,6 +148,8 @@ pub struct ProjectStatus {
     pub last_pass_removed: u64,
     /// Why the index was rebuilt, if it was.
     pub notice: Option<String>,
+    /// How changes are noticed.
+    pub watch: String,
 }
 
 /// The storage of a project: shared by its writer thread and its readers.
@@ -208,10 +211,45 @@ pub const MAX_LIMIT: usize = 1000;
 pub struct Project {
     root: PathBuf,
     index: Arc<ProjectIndex>,
-    writer: WriterHandle,
+    /// `None` only while dropping (so the writer sees its channel close).
+    writer: Option<WriterHandle>,
+    writer_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     limits: Limits,
     pass_running: AtomicBool,
     pass_requested: AtomicBool,
+    /// Held by a full pass and by an event update, so the two never interleave.
+    update_lock: Mutex<()>,
+    watch: ProjectWatch,
+    poller_started: AtomicBool,
+    last_used_ms: AtomicU64,
+}
+
+/// Batches with more changed paths than this trigger a full pass instead of an update.
+const STORM_PATHS: usize = 5000;
+/// Updates touching more directories than this become a full pass.
+const STORM_DIRS: usize = 500;
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+impl Drop for Project {
+    fn drop(&mut self) {
+        self.watch.stop();
+        // Close the writer's channel and wait for its last commit, so the LMDB environment
+        // and the tantivy lock are free before the project can be opened again.
+        self.writer.take();
+        if let Some(thread) = self
+            .writer_thread
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            let _ = thread.join();
+        }
+    }
 }
 
 impl Project {
@@ -220,6 +258,7 @@ impl Project {
         root: PathBuf,
         data_dir: &Path,
         limits: Limits,
+        watch_config: WatchConfig,
     ) -> Result<Arc<Project>, IndexError> {
         let dir = project_dir(data_dir, &root);
         let index = match open_index(&dir, &root) {
@@ -243,15 +282,146 @@ impl Project {
         }
         index.refresh_counts();
         let index = Arc::new(index);
-        let writer = writer::spawn(index.clone())?;
-        Ok(Arc::new(Project {
+        let (writer, writer_thread) = writer::spawn(index.clone())?;
+        let (changes_tx, changes_rx) = std::sync::mpsc::channel::<Vec<PathBuf>>();
+        let project = Arc::new(Project {
             root,
             index,
-            writer,
+            writer: Some(writer),
+            writer_thread: Mutex::new(Some(writer_thread)),
             limits,
             pass_running: AtomicBool::new(false),
             pass_requested: AtomicBool::new(false),
-        }))
+            update_lock: Mutex::new(()),
+            watch: ProjectWatch::start(watch_config, changes_tx),
+            poller_started: AtomicBool::new(false),
+            last_used_ms: AtomicU64::new(now_ms()),
+        });
+        // The updater holds only a weak reference: an unloaded project stops it.
+        let weak = Arc::downgrade(&project);
+        let spawned = std::thread::Builder::new()
+            .name("amanmcp-updater".into())
+            .spawn(move || {
+                while let Ok(mut paths) = changes_rx.recv() {
+                    while let Ok(more) = changes_rx.try_recv() {
+                        paths.extend(more);
+                    }
+                    let Some(project) = weak.upgrade() else { break };
+                    project.apply_changes(paths);
+                }
+            });
+        if let Err(e) = spawned {
+            project.watch.stop();
+            tracing::error!(error = %e, "cannot start the file updater; changes are seen on reconcile only");
+        }
+        Ok(project)
+    }
+
+    fn writer(&self) -> &WriterHandle {
+        self.writer
+            .as_ref()
+            .expect("the writer lives as long as the project")
+    }
+
+    /// Note a request for this project (for idle unloading).
+    pub fn touch(&self) {
+        self.last_used_ms.store(now_ms(), Ordering::Relaxed);
+    }
+
+    /// Milliseconds since the last request.
+    pub fn idle_ms(&self) -> u64 {
+        now_ms().saturating_sub(self.last_used_ms.load(Ordering::Relaxed))
+    }
+
+    /// Apply a batch of file events: re-check the directories they touched, or run a full
+    /// pass for storms and ignore-file changes.
+    fn apply_changes(self: &Arc<Self>, paths: Vec<PathBuf>) {
+        let mut full = paths.len() > STORM_PATHS;
+        let mut scopes: std::collections::BTreeMap<String, bool> =
+            std::collections::BTreeMap::new();
+        for path in &paths {
+            let Ok(rel) = path.strip_prefix(&self.root) else {
+                continue;
+            };
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if crate::scan::IGNORE_FILES.contains(&name) {
+                full = true;
+                break;
+            }
+            let Some(rel) = crate::scan::relative_path(&self.root, path) else {
+                if rel.as_os_str().is_empty() {
+                    scopes.insert(String::new(), false);
+                }
+                continue;
+            };
+            let parent = rel.rsplit_once('/').map_or("", |(p, _)| p).to_string();
+            match std::fs::symlink_metadata(path) {
+                Ok(meta) if meta.is_dir() => {
+                    scopes.insert(rel, true);
+                }
+                Ok(_) => {}
+                // Gone: it may have been a directory with indexed files below it.
+                Err(_) => {
+                    self.watch.forget_dir(path);
+                    scopes.insert(rel, true);
+                }
+            }
+            scopes.entry(parent).or_insert(false);
+        }
+        if full || scopes.len() > STORM_DIRS {
+            self.start_reconcile();
+            return;
+        }
+        let _guard = self.update_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let mut walked = std::collections::HashMap::new();
+        let scopes: Vec<crate::indexer::DirScope> = scopes
+            .into_iter()
+            .filter(|(rel, _)| {
+                // A vanished directory is re-checked so its files are removed; an existing
+                // one only if the walk would enter it (not ignored, not hidden).
+                !self.root.join(rel).exists()
+                    || crate::scan::dir_is_walked(&self.root, rel, &mut walked)
+            })
+            .map(|(rel, recursive)| crate::indexer::DirScope { rel, recursive })
+            .collect();
+        if scopes.is_empty() {
+            return;
+        }
+        let watch = &self.watch;
+        match crate::indexer::update(
+            &self.root,
+            &self.index,
+            self.writer(),
+            self.limits,
+            &scopes,
+            &mut |dir| watch.watch_dir(dir),
+        ) {
+            Ok(stats) => tracing::debug!(?stats, scopes = scopes.len(), "applied file events"),
+            Err(message) => self.index.progress.set_error(message),
+        }
+        self.index.refresh_counts();
+        drop(_guard);
+        self.ensure_poller();
+    }
+
+    /// In polling mode, run a reconcile pass every poll interval (until unloaded).
+    fn ensure_poller(self: &Arc<Self>) {
+        if !matches!(self.watch.mode(), WatchMode::Polling(_))
+            || self.poller_started.swap(true, Ordering::SeqCst)
+        {
+            return;
+        }
+        let weak = Arc::downgrade(self);
+        let interval = self.watch.poll_interval();
+        let _ = std::thread::Builder::new()
+            .name("amanmcp-poller".into())
+            .spawn(move || {
+                loop {
+                    std::thread::sleep(interval);
+                    let Some(project) = weak.upgrade() else { break };
+                    project.start_reconcile();
+                }
+            });
     }
 
     /// The canonical root.
@@ -289,10 +459,21 @@ impl Project {
         }
     }
 
-    fn run_pass(&self) {
+    fn run_pass(self: &Arc<Self>) {
         let progress = &self.index.progress;
         progress.set_state(IndexState::Indexing);
-        match crate::indexer::reconcile(&self.root, &self.index, &self.writer, self.limits) {
+        let guard = self.update_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let watch = &self.watch;
+        let outcome = crate::indexer::reconcile(
+            &self.root,
+            &self.index,
+            self.writer(),
+            self.limits,
+            &mut |dir| watch.watch_dir(dir),
+        );
+        drop(guard);
+        self.ensure_poller();
+        match outcome {
             Ok(()) => {
                 *progress
                     .last_error
@@ -337,6 +518,11 @@ impl Project {
             last_pass_changed: p.last_pass_changed.load(Ordering::Relaxed),
             last_pass_removed: p.last_pass_removed.load(Ordering::Relaxed),
             notice: p.notice.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            watch: match self.watch.mode() {
+                WatchMode::Events => format!("events ({} directories)", self.watch.watched()),
+                WatchMode::Polling(why) => format!("polling: {why}"),
+                WatchMode::Off => "off".into(),
+            },
         }
     }
 

@@ -4,26 +4,69 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use crate::error::{Error, UserError};
 use crate::project::{Project, ProjectStatus};
 use crate::scan::Limits;
+use crate::watch::WatchConfig;
 
 /// Loaded projects.
 pub struct Registry {
     data_dir: PathBuf,
     limits: Limits,
+    watch: WatchConfig,
+    idle_unload: Option<Duration>,
     projects: Mutex<HashMap<PathBuf, Arc<Project>>>,
 }
 
 impl Registry {
     /// An empty registry storing indexes under `data_dir`.
-    pub fn new(data_dir: PathBuf, limits: Limits) -> Registry {
-        Registry {
+    /// Projects idle for `idle_unload` stop being watched and are unloaded (then reconciled
+    /// when next used).
+    pub fn new(
+        data_dir: PathBuf,
+        limits: Limits,
+        watch: WatchConfig,
+        idle_unload: Option<Duration>,
+    ) -> Arc<Registry> {
+        let registry = Arc::new(Registry {
             data_dir,
             limits,
+            watch,
+            idle_unload,
             projects: Mutex::new(HashMap::new()),
+        });
+        if let Some(idle) = idle_unload {
+            let weak = Arc::downgrade(&registry);
+            let tick = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
+            let _ = std::thread::Builder::new()
+                .name("amanmcp-janitor".into())
+                .spawn(move || {
+                    loop {
+                        std::thread::sleep(tick);
+                        let Some(registry) = weak.upgrade() else {
+                            break;
+                        };
+                        registry.unload_idle();
+                    }
+                });
         }
+        registry
+    }
+
+    /// Unload projects nobody has used for the idle time and nothing else holds.
+    pub fn unload_idle(&self) {
+        let Some(idle) = self.idle_unload else { return };
+        let mut projects = self.projects.lock().unwrap_or_else(|e| e.into_inner());
+        let idle_ms = idle.as_millis() as u64;
+        projects.retain(|root, project| {
+            let keep = Arc::strong_count(project) > 1 || project.idle_ms() < idle_ms;
+            if !keep {
+                tracing::info!(root = %root.display(), "unloading idle project");
+            }
+            keep
+        });
     }
 
     /// The data directory.
@@ -38,12 +81,13 @@ impl Registry {
         let root = canonical_root(root)?;
         let mut projects = self.projects.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(project) = projects.get(&root) {
+            project.touch();
             if reconcile {
                 project.start_reconcile();
             }
             return Ok(project.clone());
         }
-        let project = Project::open(root.clone(), &self.data_dir, self.limits)?;
+        let project = Project::open(root.clone(), &self.data_dir, self.limits, self.watch)?;
         project.start_reconcile();
         projects.insert(root, project.clone());
         Ok(project)

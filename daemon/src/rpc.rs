@@ -76,6 +76,7 @@ fn project_status_to_pb(s: ProjectStatus) -> pb::ProjectStatus {
         last_pass_changed: s.last_pass_changed,
         last_pass_removed: s.last_pass_removed,
         notice: s.notice,
+        watch: s.watch,
         skipped: s
             .skipped
             .into_iter()

@@ -100,21 +100,47 @@ pub struct ScanOutput {
     pub skipped: Vec<(String, SkipReason)>,
 }
 
-/// Walk `root` and list candidate files.
-pub fn scan(root: &Path, limits: Limits) -> ScanOutput {
-    let mut out = ScanOutput::default();
-    let walker = ignore::WalkBuilder::new(root)
+/// Names of the files whose change alters what is indexed.
+pub const IGNORE_FILES: &[&str] = &[".gitignore", ".ignore", ".amanmcpignore"];
+
+fn walker(start: &Path, max_depth: Option<usize>) -> ignore::Walk {
+    ignore::WalkBuilder::new(start)
         .hidden(true)
         .follow_links(false)
         .require_git(false)
         .git_global(false)
-        .add_custom_ignore_filename(".amanmcpignore")
-        .build();
-    for entry in walker {
+        .max_depth(max_depth)
+        .add_custom_ignore_filename(IGNORE_FILES[2])
+        .build()
+}
+
+/// Walk `root` and list candidate files.
+pub fn scan(root: &Path, limits: Limits) -> ScanOutput {
+    scan_scope(root, root, None, limits, &mut |_| {})
+}
+
+/// Walk `start` (a directory inside `root`, or `root`) down to `max_depth`, calling `on_dir`
+/// for every directory the walk enters, and list candidate files.
+pub fn scan_scope(
+    root: &Path,
+    start: &Path,
+    max_depth: Option<usize>,
+    limits: Limits,
+    on_dir: &mut dyn FnMut(&Path),
+) -> ScanOutput {
+    let mut out = ScanOutput::default();
+    if !start.is_dir() {
+        return out;
+    }
+    for entry in walker(start, max_depth) {
         let Ok(entry) = entry else { continue };
         let Some(file_type) = entry.file_type() else {
             continue;
         };
+        if file_type.is_dir() {
+            on_dir(entry.path());
+            continue;
+        }
         if !file_type.is_file() {
             continue;
         }
@@ -150,6 +176,35 @@ pub fn scan(root: &Path, limits: Limits) -> ScanOutput {
     }
     out.files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
     out
+}
+
+/// Whether the walk from `root` enters directory `rel_dir` (it is not ignored or hidden, nor
+/// inside such a directory). `cache` remembers answers within one batch of changes.
+pub fn dir_is_walked(
+    root: &Path,
+    rel_dir: &str,
+    cache: &mut std::collections::HashMap<String, bool>,
+) -> bool {
+    if rel_dir.is_empty() {
+        return true;
+    }
+    if let Some(known) = cache.get(rel_dir) {
+        return *known;
+    }
+    let (parent, _) = rel_dir.rsplit_once('/').unwrap_or(("", rel_dir));
+    let walked = dir_is_walked(root, parent, cache) && {
+        let parent_abs = if parent.is_empty() {
+            root.to_path_buf()
+        } else {
+            root.join(parent)
+        };
+        let target = root.join(rel_dir);
+        walker(&parent_abs, Some(1))
+            .flatten()
+            .any(|e| e.path() == target && e.file_type().is_some_and(|t| t.is_dir()))
+    };
+    cache.insert(rel_dir.to_string(), walked);
+    walked
 }
 
 /// Modification time of `meta` in nanoseconds since the epoch, 0 if unknown.

@@ -26,6 +26,10 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// Indexing limits.
     pub limits: Limits,
+    /// File watching.
+    pub watch: crate::watch::WatchConfig,
+    /// Unload projects idle this long (`None`: never).
+    pub idle_unload: Option<std::time::Duration>,
 }
 
 /// Why the daemon could not start or stopped with an error.
@@ -135,7 +139,12 @@ pub async fn run(config: Config) -> Result<(), ServerError> {
         Err(_) => true,
     });
 
-    let registry = Arc::new(Registry::new(config.data_dir.clone(), config.limits));
+    let registry = Registry::new(
+        config.data_dir.clone(),
+        config.limits,
+        config.watch,
+        config.idle_unload,
+    );
     let shutdown = Arc::new(Notify::new());
     let service = RpcService::new(
         registry,

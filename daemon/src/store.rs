@@ -213,6 +213,40 @@ impl Store {
         Ok(out)
     }
 
+    /// Indexed files under directory `dir` ("" for the root): all descendants, or only direct
+    /// children.
+    pub fn files_under(
+        &self,
+        dir: &str,
+        recursive: bool,
+    ) -> Result<HashMap<String, FileRecord>, IndexError> {
+        let rtxn = self.env.read_txn().map_err(|e| self.err(e))?;
+        let prefix = if dir.is_empty() {
+            String::new()
+        } else {
+            format!("{dir}/")
+        };
+        let mut out = HashMap::new();
+        // LMDB refuses an empty key, so the root's files are a plain iteration.
+        type Items<'t> = Box<dyn Iterator<Item = heed::Result<(&'t str, FileRecord)>> + 't>;
+        let items: Items<'_> = if prefix.is_empty() {
+            Box::new(self.files.iter(&rtxn).map_err(|e| self.err(e))?)
+        } else {
+            Box::new(
+                self.files
+                    .prefix_iter(&rtxn, &prefix)
+                    .map_err(|e| self.err(e))?,
+            )
+        };
+        for item in items {
+            let (path, record) = item.map_err(|e| self.err(e))?;
+            if recursive || !path[prefix.len()..].contains('/') {
+                out.insert(path.to_string(), record);
+            }
+        }
+        Ok(out)
+    }
+
     /// Number of indexed files and chunks.
     pub fn counts(&self) -> Result<(u64, u64), IndexError> {
         let rtxn = self.env.read_txn().map_err(|e| self.err(e))?;

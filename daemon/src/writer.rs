@@ -90,11 +90,13 @@ impl WriterHandle {
 }
 
 /// Start the writer thread of `index`.
-pub fn spawn(index: Arc<ProjectIndex>) -> Result<WriterHandle, IndexError> {
+pub fn spawn(
+    index: Arc<ProjectIndex>,
+) -> Result<(WriterHandle, std::thread::JoinHandle<()>), IndexError> {
     let (tx, rx) = mpsc::sync_channel(256);
     let writer = index.lexical.writer()?;
     let next_chunk_id = index.store.next_chunk_id()?;
-    std::thread::Builder::new()
+    let thread = std::thread::Builder::new()
         .name("amanmcp-writer".into())
         .spawn(move || {
             Writer {
@@ -108,7 +110,7 @@ pub fn spawn(index: Arc<ProjectIndex>) -> Result<WriterHandle, IndexError> {
             .run(rx)
         })
         .map_err(|e| IndexError::io(std::path::Path::new("writer thread"), e))?;
-    Ok(WriterHandle { tx })
+    Ok((WriterHandle { tx }, thread))
 }
 
 enum Staged {

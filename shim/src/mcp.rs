@@ -240,6 +240,7 @@ impl AmanServer {
         structured["source_bytes"] = json!(status.source_bytes);
         structured["skipped"] = Value::Object(skipped);
         structured["last_pass_ms"] = json!(status.last_pass_ms);
+        structured["watch"] = json!(status.watch);
         structured["last_pass_changed"] = json!(status.last_pass_changed);
         structured["last_pass_removed"] = json!(status.last_pass_removed);
         if let Some(error) = &status.last_error {
@@ -270,6 +271,7 @@ impl AmanServer {
         if let Some(error) = &status.last_error {
             text.push_str(&format!("Last error: {error}\n"));
         }
+        text.push_str(&format!("Watching: {}\n", status.watch));
         if let Some(notice) = &status.notice {
             text.push_str(&format!("Notice: {notice}\n"));
         }
@@ -574,6 +576,10 @@ pub fn tools() -> Vec<Tool> {
     );
     props.insert("last_pass_ms".into(), json!({"type": "integer"}));
     props.insert("last_error".into(), json!({"type": "string"}));
+    props.insert(
+        "watch".into(),
+        json!({"type": "string", "description": "How changes are noticed: events (N directories), polling: <why>, or off."}),
+    );
     props.insert(
         "last_pass_changed".into(),
         json!({"type": "integer", "description": "Files re-chunked by the last pass."}),

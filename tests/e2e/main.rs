@@ -5,3 +5,4 @@ mod daemon;
 mod index;
 mod lookup;
 mod mcp;
+mod watch;

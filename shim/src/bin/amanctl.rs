@@ -143,6 +143,7 @@ async fn status(as_json: bool) -> ExitCode {
                     "last_pass_changed": p.last_pass_changed,
                     "last_pass_removed": p.last_pass_removed,
                     "passes": p.passes,
+                    "watch": p.watch,
                 });
                 if let Some(notice) = &p.notice {
                     v["notice"] = json!(notice);
@@ -198,6 +199,7 @@ async fn status(as_json: bool) -> ExitCode {
                 "    last pass: {} ms, {} files changed, {} removed",
                 p.last_pass_ms, p.last_pass_changed, p.last_pass_removed
             );
+            println!("    watch:  {}", p.watch);
             if let Some(notice) = &p.notice {
                 println!("    notice: {notice}");
             }

@@ -1,0 +1,249 @@
+//! Freshness: file events reach the index without any client action.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use amanmcp_tests::{Shim, TestEnv};
+use serde_json::json;
+
+fn paths(shim: &mut Shim, query: &str) -> Vec<String> {
+    let reply = shim.call_tool("search", json!({"query": query, "limit": 50}));
+    assert_ne!(reply["result"]["isError"], json!(true), "{reply}");
+    let mut out: Vec<String> = reply["result"]["structuredContent"]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["path"].as_str().unwrap().to_string())
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Search until `query` returns exactly `expected` (sorted paths), or fail after 30 s.
+fn eventually(shim: &mut Shim, env: &TestEnv, query: &str, expected: &[&str]) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let got = paths(shim, query);
+        if got == expected {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{query:?}: expected {expected:?}, still {got:?}\n{}",
+            env.daemon_log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn write(root: &Path, rel: &str, content: &str) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, content).unwrap();
+}
+
+fn verify_ok(env: &TestEnv, root: &Path) {
+    let out = env
+        .command("amanctl")
+        .arg("verify")
+        .arg(root)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+}
+
+#[test]
+fn edits_creates_deletes_and_renames_of_files_and_directories_are_seen() {
+    let env = TestEnv::new();
+    let root = env.project(
+        "proj",
+        &[
+            ("src/a.py", "def alpha():\n    return 'firsttoken'\n"),
+            ("src/b.py", "def beta():\n    return 'btoken'\n"),
+            ("docs/guide.md", "# Guide\nguidetoken\n"),
+            (".gitignore", "build/\n"),
+        ],
+    );
+    let mut shim = Shim::start(&env, &root);
+    shim.initialize();
+    eventually(&mut shim, &env, "firsttoken", &["src/a.py"]);
+
+    // Edit.
+    write(
+        &root,
+        "src/a.py",
+        "def alpha():\n    return 'secondtoken'\n",
+    );
+    eventually(&mut shim, &env, "secondtoken", &["src/a.py"]);
+    eventually(&mut shim, &env, "firsttoken", &[]);
+    // Create.
+    write(
+        &root,
+        "src/c.py",
+        "def gamma():\n    return 'createdtoken'\n",
+    );
+    eventually(&mut shim, &env, "createdtoken", &["src/c.py"]);
+    // Delete.
+    std::fs::remove_file(root.join("src/b.py")).unwrap();
+    eventually(&mut shim, &env, "btoken", &[]);
+    // Rename a file.
+    std::fs::rename(root.join("src/c.py"), root.join("src/renamed.py")).unwrap();
+    eventually(&mut shim, &env, "createdtoken", &["src/renamed.py"]);
+    // A new directory with files, then a nested one.
+    write(&root, "pkg/mod.py", "def delta():\n    return 'pkgtoken'\n");
+    write(
+        &root,
+        "pkg/sub/deep.py",
+        "def eps():\n    return 'deeptoken'\n",
+    );
+    eventually(&mut shim, &env, "pkgtoken", &["pkg/mod.py"]);
+    eventually(&mut shim, &env, "deeptoken", &["pkg/sub/deep.py"]);
+    // Move a whole directory.
+    std::fs::rename(root.join("pkg"), root.join("lib")).unwrap();
+    eventually(&mut shim, &env, "pkgtoken", &["lib/mod.py"]);
+    eventually(&mut shim, &env, "deeptoken", &["lib/sub/deep.py"]);
+    // Changes under the moved directory keep being seen.
+    write(
+        &root,
+        "lib/sub/deep.py",
+        "def eps():\n    return 'movedtoken'\n",
+    );
+    eventually(&mut shim, &env, "movedtoken", &["lib/sub/deep.py"]);
+    // Delete a whole directory.
+    std::fs::remove_dir_all(root.join("lib")).unwrap();
+    eventually(&mut shim, &env, "pkgtoken", &[]);
+    eventually(&mut shim, &env, "movedtoken", &[]);
+    // Ignored directories stay out.
+    write(
+        &root,
+        "build/out.py",
+        "def built():\n    return 'ignoredtoken'\n",
+    );
+    write(
+        &root,
+        "src/after.py",
+        "def after():\n    return 'aftertoken'\n",
+    );
+    eventually(&mut shim, &env, "aftertoken", &["src/after.py"]);
+    assert!(paths(&mut shim, "ignoredtoken").is_empty());
+    // Changing .gitignore is re-evaluated: un-ignore build/, ignore docs/.
+    std::fs::write(root.join(".gitignore"), "docs/\n").unwrap();
+    eventually(&mut shim, &env, "ignoredtoken", &["build/out.py"]);
+    eventually(&mut shim, &env, "guidetoken", &[]);
+    verify_ok(&env, &root);
+    let (_, status) = env.status();
+    let watch = status["projects"][0]["watch"].as_str().unwrap().to_string();
+    assert!(watch.starts_with("events ("), "{watch}");
+}
+
+#[test]
+fn a_storm_of_two_thousand_files_ends_in_one_consistent_index() {
+    let env = TestEnv::new();
+    let root = env.project(
+        "storm",
+        &[("seed.py", "def seed():\n    return 'seedtoken'\n")],
+    );
+    let mut shim = Shim::start(&env, &root);
+    shim.initialize();
+    eventually(&mut shim, &env, "seedtoken", &["seed.py"]);
+    // Like a branch switch: thousands of files appear, change and vanish at once.
+    for i in 0..2000 {
+        write(
+            &root,
+            &format!("m{}/f{i}.py", i % 40),
+            &format!("def f{i}():\n    return 'zs{i}v0'\n"),
+        );
+    }
+    for i in (0..2000).step_by(3) {
+        write(
+            &root,
+            &format!("m{}/f{i}.py", i % 40),
+            &format!("def f{i}():\n    return 'zs{i}v1'\n"),
+        );
+    }
+    for i in (1..2000).step_by(5) {
+        std::fs::remove_file(root.join(format!("m{}/f{i}.py", i % 40))).unwrap();
+    }
+    // Search keeps answering meanwhile, and the last write becomes visible.
+    eventually(&mut shim, &env, "zs1998v1", &["m38/f1998.py"]);
+    eventually(&mut shim, &env, "zs1999v0", &["m39/f1999.py"]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let out = env
+            .command("amanctl")
+            .arg("verify")
+            .arg(&root)
+            .output()
+            .unwrap();
+        if out.status.success() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(paths(&mut shim, "zs3v0").is_empty(), "stale version of f3");
+    assert_eq!(paths(&mut shim, "zs3v1"), ["m3/f3.py"]);
+    assert!(paths(&mut shim, "zs1v0").is_empty(), "f1 was deleted");
+    let (_, status) = env.status();
+    let expected = 1 + 2000 - (1..2000).step_by(5).count();
+    assert_eq!(status["projects"][0]["files"], expected, "{status}");
+}
+
+#[test]
+fn running_out_of_watches_falls_back_to_periodic_reconcile() {
+    let env = TestEnv::new();
+    let root = env.project(
+        "proj",
+        &[
+            ("a/one.py", "def one():\n    return 'onetoken'\n"),
+            ("b/two.py", "def two():\n    return 'twotoken'\n"),
+        ],
+    );
+    let limit = std::ffi::OsStr::new("1");
+    let poll = std::ffi::OsStr::new("1");
+    let mut shim = Shim::start_with(
+        &env,
+        &root,
+        &[("AMANMCP_MAX_WATCHES", limit), ("AMANMCP_POLL_SECS", poll)],
+    );
+    shim.initialize();
+    eventually(&mut shim, &env, "onetoken", &["a/one.py"]);
+    let reply = shim.call_tool("index-status", json!({}));
+    let watch = reply["result"]["structuredContent"]["watch"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(watch.starts_with("polling: watch limit reached"), "{watch}");
+    let text = reply["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("Watching: polling"), "{text}");
+    // Changes are still picked up, by the periodic pass.
+    write(&root, "b/two.py", "def two():\n    return 'polledtoken'\n");
+    eventually(&mut shim, &env, "polledtoken", &["b/two.py"]);
+}
+
+#[test]
+fn idle_projects_are_unloaded_and_come_back_on_next_use() {
+    let env = TestEnv::new();
+    let root = env.project("proj", &[("a.py", "def a():\n    return 'idletoken'\n")]);
+    let idle = std::ffi::OsStr::new("1");
+    let mut shim = Shim::start_with(&env, &root, &[("AMANMCP_IDLE_UNLOAD_SECS", idle)]);
+    shim.initialize();
+    eventually(&mut shim, &env, "idletoken", &["a.py"]);
+    env.wait_for(
+        Duration::from_secs(20),
+        "the project to be unloaded",
+        || {
+            let (_, status) = env.status();
+            status["projects"].as_array().is_some_and(|p| p.is_empty())
+        },
+    );
+    // Changed while unloaded: reconciled when used again.
+    write(&root, "a.py", "def a():\n    return 'backtoken'\n");
+    eventually(&mut shim, &env, "backtoken", &["a.py"]);
+}
