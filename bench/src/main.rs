@@ -43,6 +43,15 @@ enum BenchCommand {
         #[arg(long)]
         in_place: bool,
     },
+    /// Freshness through the file watcher on a copy of DIR: a saved file until searchable
+    /// (p50/p95 over many edits), and a 2,000-file storm until settled.
+    Freshness {
+        /// The directory to copy and watch.
+        dir: PathBuf,
+        /// Number of single-file edits to time.
+        #[arg(long, default_value_t = 40)]
+        edits: usize,
+    },
 }
 
 /// Queries typical of an agent looking around an unfamiliar repository.
@@ -90,6 +99,10 @@ fn main() -> anyhow::Result<()> {
             }
             let runtime = tokio::runtime::Runtime::new()?;
             runtime.block_on(bench_index(&dir, rounds, &list, in_place))
+        }
+        BenchCommand::Freshness { dir, edits } => {
+            let runtime = tokio::runtime::Runtime::new()?;
+            runtime.block_on(bench_freshness(&dir, edits))
         }
     }
 }
@@ -381,6 +394,123 @@ async fn bench_index(
     );
     drop(daemon);
     Ok(())
+}
+
+/// Poll `query` until a hit in `path` appears; returns the elapsed time since `since`.
+async fn until_found(
+    client: &mut DaemonClient<Channel>,
+    root: &str,
+    query: &str,
+    path: &str,
+    since: Instant,
+) -> anyhow::Result<f64> {
+    let deadline = since + Duration::from_secs(60);
+    loop {
+        let reply = client
+            .search(pb::SearchRequest {
+                root: root.to_string(),
+                query: query.to_string(),
+                limit: 5,
+                ..Default::default()
+            })
+            .await?
+            .into_inner();
+        if reply.results.iter().any(|h| h.path == path) {
+            return Ok(since.elapsed().as_secs_f64() * 1e3);
+        }
+        if Instant::now() > deadline {
+            bail!("{query} never became searchable in {path}");
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+async fn bench_freshness(dir: &Path, edits: usize) -> anyhow::Result<()> {
+    let copy = tempfile::Builder::new()
+        .prefix("amanmcp-bench-tree-")
+        .tempdir_in("/tmp")?;
+    copy_tree(dir, copy.path()).with_context(|| format!("copying {}", dir.display()))?;
+    let root = copy.path().canonicalize()?;
+    let root_str = root.to_string_lossy().into_owned();
+    let (daemon, mut client) = start_daemon().await?;
+    println!(
+        "amanmcp-bench freshness {} (copy of {})",
+        root_str,
+        dir.display()
+    );
+    client
+        .open_project(pb::OpenProjectRequest {
+            root: root_str.clone(),
+        })
+        .await?;
+    let status = wait_for_pass(&mut client, &root_str, 1).await?;
+    println!("indexed {} files; watch: {}", status.files, status.watch);
+
+    // Saved files: append a fresh identifier to an existing file, time until searchable.
+    let target = first_source_file(&root).context("no file to edit")?;
+    let rel = target.strip_prefix(&root)?.to_string_lossy().into_owned();
+    let mut samples = Vec::new();
+    for i in 0..edits {
+        let marker = format!("amanmcpfreshmarker{i}");
+        let mut text = std::fs::read_to_string(&target)?;
+        text.push_str(&format!("\n# {marker}\n"));
+        let started = Instant::now();
+        std::fs::write(&target, text)?;
+        samples.push(until_found(&mut client, &root_str, &marker, &rel, started).await?);
+    }
+    println!(
+        "saved file -> searchable (lexical): {}",
+        summary_p95(samples)
+    );
+
+    // A storm: 2,000 new files at once (like a branch switch), until all are searchable.
+    let before = project_status(&mut client, &root_str).await?.files;
+    let started = Instant::now();
+    for i in 0..2000 {
+        let dir = root.join(format!("amanmcp_storm/d{}", i % 50));
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(
+            dir.join(format!("f{i}.py")),
+            format!("def storm_{i}():\n    return 'stormmarker{i}'\n"),
+        )?;
+    }
+    let written = started.elapsed().as_secs_f64() * 1e3;
+    let last = until_found(
+        &mut client,
+        &root_str,
+        "stormmarker1999",
+        "amanmcp_storm/d49/f1999.py",
+        started,
+    )
+    .await?;
+    loop {
+        let status = project_status(&mut client, &root_str).await?;
+        if status.files >= before + 2000 {
+            break;
+        }
+        if started.elapsed() > Duration::from_secs(120) {
+            bail!("storm never settled: {} files", status.files);
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    println!(
+        "2,000-file storm: written in {written:.0} ms, last file searchable after {last:.0} ms, all {} files indexed after {:.0} ms",
+        before + 2000,
+        started.elapsed().as_secs_f64() * 1e3
+    );
+    drop(daemon);
+    Ok(())
+}
+
+fn summary_p95(mut samples: Vec<f64>) -> String {
+    samples.sort_by(f64::total_cmp);
+    format!(
+        "p50 {:.1} ms, p95 {:.1} ms, max {:.1} ms (n={})",
+        percentile(&samples, 0.5),
+        percentile(&samples, 0.95),
+        samples.last().copied().unwrap_or(f64::NAN),
+        samples.len()
+    )
 }
 
 struct ShimProcess {

@@ -251,6 +251,8 @@ impl Writer {
             return Ok(());
         }
         let store = &self.index.store;
+        let started = Instant::now();
+        let n_staged = self.staged.len();
         if !self.lexical_paths.is_empty() {
             let mut txn = store.write_txn()?;
             for path in &self.lexical_paths {
@@ -260,6 +262,7 @@ impl Writer {
             self.index.lexical.commit(&mut self.writer)?;
             crash_point("after_lexical_commit");
         }
+        let lexical_ms = started.elapsed().as_secs_f64() * 1e3;
         let mut txn = store.write_txn()?;
         for staged in self.staged.drain(..) {
             match staged {
@@ -276,6 +279,12 @@ impl Writer {
         txn.commit(self.next_chunk_id)?;
         self.lexical_paths.clear();
         self.index.refresh_counts();
+        tracing::debug!(
+            files = n_staged,
+            lexical_ms,
+            total_ms = started.elapsed().as_secs_f64() * 1e3,
+            "committed"
+        );
         Ok(())
     }
 }
