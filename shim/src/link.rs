@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use amanmcp_proto::DaemonClient;
 use amanmcp_proto::endpoint;
+use amanmcp_proto::{DaemonClient, pb};
 use tokio::sync::Mutex;
 use tonic::transport::Channel;
 use tonic::{Code, Status};
@@ -117,6 +117,31 @@ impl DaemonLink {
                 Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
             }
         }
+    }
+}
+
+impl DaemonLink {
+    /// Load `root` in the daemon (starting a reconcile pass there) and return its status.
+    pub async fn open_project(&self, root: &str) -> Result<pb::ProjectStatus, LinkError> {
+        self.call(|mut client| {
+            let root = root.to_string();
+            async move {
+                client
+                    .open_project(pb::OpenProjectRequest { root })
+                    .await
+                    .map(|r| r.into_inner())
+            }
+        })
+        .await
+    }
+}
+
+/// The wire index state as a word: `indexing`, `ready` or `error`.
+pub fn state_name(state: i32) -> &'static str {
+    match pb::IndexState::try_from(state) {
+        Ok(pb::IndexState::Ready) => "ready",
+        Ok(pb::IndexState::Error) => "error",
+        _ => "indexing",
     }
 }
 

@@ -15,7 +15,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
 use serde_json::{Map, Value, json};
 
-use crate::link::{DaemonLink, LinkError};
+use crate::link::{DaemonLink, LinkError, state_name};
 
 /// Largest `limit` a search may ask for.
 pub const MAX_LIMIT: u64 = 100;
@@ -55,20 +55,7 @@ impl AmanServer {
     /// Ask the daemon to load the project (starting the daemon if needed). Used at startup,
     /// in the background, so indexing begins before the first search.
     pub async fn warm_up(&self) {
-        let root = self.root();
-        let outcome = self
-            .link
-            .call(|mut client| {
-                let root = root.clone();
-                async move {
-                    client
-                        .open_project(pb::OpenProjectRequest { root })
-                        .await
-                        .map(|r| r.into_inner())
-                }
-            })
-            .await;
-        if let Err(e) = outcome {
+        if let Err(e) = self.link.open_project(&self.root()).await {
             tracing::warn!(error = %e, "could not open the project in the daemon yet");
         }
     }
@@ -214,19 +201,7 @@ impl AmanServer {
     }
 
     async fn index_status(&self) -> Result<CallToolResult, ToolError> {
-        let root = self.root();
-        let status = self
-            .link
-            .call(|mut client| {
-                let root = root.clone();
-                async move {
-                    client
-                        .open_project(pb::OpenProjectRequest { root })
-                        .await
-                        .map(|r| r.into_inner())
-                }
-            })
-            .await?;
+        let status = self.link.open_project(&self.root()).await?;
         let mut structured = index_summary(&status);
         let skipped: Map<String, Value> = status
             .skipped
@@ -367,14 +342,6 @@ fn optional_integer(
                 other => type_name(other).to_string(),
             }
         ))),
-    }
-}
-
-fn state_name(state: i32) -> &'static str {
-    match pb::IndexState::try_from(state) {
-        Ok(pb::IndexState::Ready) => "ready",
-        Ok(pb::IndexState::Error) => "error",
-        _ => "indexing",
     }
 }
 

@@ -1,8 +1,5 @@
 //! The daemon and amanctl on their own.
 
-use std::process::Stdio;
-use std::time::Duration;
-
 use amanmcp_tests::TestEnv;
 
 #[test]
@@ -19,14 +16,7 @@ fn amanctl_status_exits_non_zero_when_the_daemon_is_down() {
 #[test]
 fn a_second_daemon_is_refused_cleanly() {
     let env = TestEnv::new();
-    let mut first = env
-        .command("amanmcpd")
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start amanmcpd");
-    env.wait_for(Duration::from_secs(10), "the daemon to listen", || {
-        env.daemon_pid().is_some()
-    });
+    let mut first = env.start_daemon();
     let second = env.command("amanmcpd").output().unwrap();
     assert_eq!(second.status.code(), Some(3));
     let stderr = String::from_utf8_lossy(&second.stderr);
@@ -50,14 +40,7 @@ fn amanctl_status_reports_projects_in_text_and_json() {
             ("b.rs", "fn beta() {}\n"),
         ],
     );
-    let mut daemon = env
-        .command("amanmcpd")
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    env.wait_for(Duration::from_secs(10), "the daemon to listen", || {
-        env.daemon_pid().is_some()
-    });
+    let mut daemon = env.start_daemon();
     let mut shim = amanmcp_tests::Shim::start(&env, &root);
     shim.initialize();
     shim.search_until("alpha", "a.py");
@@ -115,14 +98,7 @@ fn amanctl_index_starts_the_daemon_and_waits_until_ready() {
 #[test]
 fn a_daemon_on_another_socket_cannot_share_the_data_directory() {
     let env = TestEnv::new();
-    let mut first = env
-        .command("amanmcpd")
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    env.wait_for(Duration::from_secs(10), "the daemon to listen", || {
-        env.daemon_pid().is_some()
-    });
+    let mut first = env.start_daemon();
     let other_socket = env.path().join("run/other/amanmcpd.sock");
     let second = env
         .command("amanmcpd")

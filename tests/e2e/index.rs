@@ -2,7 +2,6 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use amanmcp_tests::{Shim, TestEnv};
@@ -161,18 +160,6 @@ fn python_module(i: usize, version: usize) -> String {
     text
 }
 
-fn spawn_daemon(env: &TestEnv) -> Child {
-    let child = env
-        .command("amanmcpd")
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    env.wait_for(Duration::from_secs(20), "the daemon to listen", || {
-        env.daemon_pid() == Some(child.id() as i32)
-    });
-    child
-}
-
 #[test]
 fn the_index_survives_sigkill_at_random_points_during_indexing_and_updates() {
     let env = TestEnv::new();
@@ -227,7 +214,7 @@ fn the_index_survives_sigkill_at_random_points_during_indexing_and_updates() {
                 files.insert(to, entry);
             }
         }
-        let mut daemon = spawn_daemon(&env);
+        let mut daemon = env.start_daemon();
         let (ok, text) = amanctl(&env, &["index", "--no-wait"], &root);
         assert!(ok, "{text}");
         std::thread::sleep(Duration::from_millis(rng.below(1500)));
@@ -235,7 +222,7 @@ fn the_index_survives_sigkill_at_random_points_during_indexing_and_updates() {
         daemon.wait().unwrap();
         if round % 4 == 3 {
             // After a crash the index opens, reconciles and is consistent.
-            let mut daemon = spawn_daemon(&env);
+            let mut daemon = env.start_daemon();
             verify_ok(&env, &root, &format!("after crash round {round}"));
             daemon.kill().unwrap();
             daemon.wait().unwrap();
@@ -411,16 +398,7 @@ fn an_unreadable_index_is_rebuilt_automatically_and_says_so() {
     let root = env.project("proj", &[("a.py", "def rebuiltmarker():\n    pass\n")]);
     let (ok, text) = amanctl(&env, &["index"], &root);
     assert!(ok, "{text}");
-    let ok = env
-        .command("amanctl")
-        .arg("stop")
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok);
-    env.wait_for(Duration::from_secs(10), "the daemon to stop", || {
-        env.daemon_pid().is_none()
-    });
+    env.stop_daemon();
     // Corrupt both stores the way an older or damaged format would look.
     let projects = env.data_dir().join("projects");
     let dir = std::fs::read_dir(&projects)
@@ -439,16 +417,7 @@ fn an_unreadable_index_is_rebuilt_automatically_and_says_so() {
     );
     verify_ok(&env, &root, "after rebuild");
 
-    let ok = env
-        .command("amanctl")
-        .arg("stop")
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok);
-    env.wait_for(Duration::from_secs(10), "the daemon to stop", || {
-        env.daemon_pid().is_none()
-    });
+    env.stop_daemon();
     std::fs::write(dir.join("lmdb/data.mdb"), vec![0xAB; 64 * 1024]).unwrap();
     let (ok, text) = amanctl(&env, &["index"], &root);
     assert!(ok, "{text}\n{}", env.daemon_log());

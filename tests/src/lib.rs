@@ -140,6 +140,33 @@ impl TestEnv {
         }
     }
 
+    /// Start `amanmcpd` directly (not through a shim) and wait until it answers.
+    pub fn start_daemon(&self) -> Child {
+        let child = self
+            .command("amanmcpd")
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start amanmcpd");
+        self.wait_for(Duration::from_secs(20), "the daemon to listen", || {
+            self.daemon_pid() == Some(child.id() as i32)
+        });
+        child
+    }
+
+    /// `amanctl stop`, then wait until the daemon is gone.
+    pub fn stop_daemon(&self) {
+        let ok = self
+            .command("amanctl")
+            .arg("stop")
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "amanctl stop failed");
+        self.wait_for(Duration::from_secs(10), "the daemon to stop", || {
+            self.daemon_pid().is_none()
+        });
+    }
+
     /// The daemon log, for failure messages.
     pub fn daemon_log(&self) -> String {
         std::fs::read_to_string(self.data_dir().join("amanmcpd.log")).unwrap_or_default()

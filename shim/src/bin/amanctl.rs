@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
+use amanmcp::link::state_name;
 use amanmcp_proto::{endpoint, pb};
 use clap::{Parser, Subcommand};
 use serde_json::json;
@@ -62,15 +63,6 @@ fn main() -> ExitCode {
             Command::Stop => stop().await,
         }
     })
-}
-
-fn state_name(state: i32) -> &'static str {
-    match pb::IndexState::try_from(state) {
-        Ok(pb::IndexState::Ready) => "ready",
-        Ok(pb::IndexState::Error) => "error",
-        Ok(pb::IndexState::Indexing) => "indexing",
-        _ => "unknown",
-    }
 }
 
 fn human_bytes(n: u64) -> String {
@@ -277,19 +269,9 @@ async fn index(path: Option<std::path::PathBuf>, no_wait: bool) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let open = || {
-        link.call(|mut client| {
-            let root = root.clone();
-            async move {
-                client
-                    .open_project(pb::OpenProjectRequest { root })
-                    .await
-                    .map(|r| r.into_inner())
-            }
-        })
-    };
+
     let started = std::time::Instant::now();
-    let mut status = match open().await {
+    let mut status = match link.open_project(&root).await {
         Ok(status) => status,
         Err(e) => {
             eprintln!("amanctl: {e}");
