@@ -31,6 +31,8 @@ pub struct LookupParams {
     pub kind: Option<String>,
     /// Most matches to return.
     pub limit: usize,
+    /// Do not cut the code at [`MAX_LOOKUP_LINES`].
+    pub whole_file: bool,
 }
 
 /// One piece of code found.
@@ -146,13 +148,13 @@ fn read_lines(real: &Path, rel: &str) -> Result<Vec<String>, Error> {
         .collect())
 }
 
-/// Cut `[start, end]` (1-based, inclusive) out of `lines`.
-fn excerpt(lines: &[String], start: u32, end: u32) -> (u32, u32, String, bool) {
+/// Cut `[start, end]` (1-based, inclusive) out of `lines`, at most `max_lines` of them.
+fn excerpt(lines: &[String], start: u32, end: u32, max_lines: u32) -> (u32, u32, String, bool) {
     let total = lines.len() as u32;
     let start = start.clamp(1, total.max(1));
     let end = end.clamp(start, total.max(start));
-    let (end, truncated) = if end - start + 1 > MAX_LOOKUP_LINES {
-        (start + MAX_LOOKUP_LINES - 1, true)
+    let (end, truncated) = if end - start + 1 > max_lines {
+        (start + max_lines - 1, true)
     } else {
         (end, false)
     };
@@ -210,7 +212,12 @@ pub fn lookup(
             let lines = read_lines(&real, &rel)?;
             let start = params.start_line.unwrap_or(1);
             let end = params.end_line.unwrap_or(u32::MAX);
-            let (start, end, code, truncated) = excerpt(&lines, start, end);
+            let max_lines = if params.whole_file {
+                u32::MAX
+            } else {
+                MAX_LOOKUP_LINES
+            };
+            let (start, end, code, truncated) = excerpt(&lines, start, end, max_lines);
             let symbols = store.symbols_of(&rel)?;
             let enclosing = innermost(&symbols, start).map(|s| s.qualified.clone());
             Ok(vec![LookupMatch {
@@ -263,7 +270,8 @@ pub fn lookup(
                 let Ok(lines) = read_lines(&real, &rel) else {
                     continue;
                 };
-                let (start, end, code, truncated) = excerpt(&lines, sym.start_line, sym.end_line);
+                let (start, end, code, truncated) =
+                    excerpt(&lines, sym.start_line, sym.end_line, MAX_LOOKUP_LINES);
                 matches.push(LookupMatch {
                     language: lang::language_of(Path::new(&rel)).to_string(),
                     path: rel,

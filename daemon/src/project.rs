@@ -586,6 +586,45 @@ impl Project {
         Ok(crate::verify::verify(&self.root, &self.index, self.limits)?)
     }
 
+    /// Re-check one path (file or directory, relative or absolute inside the root) now.
+    pub fn reindex_path(self: &Arc<Self>, path: &str) -> Result<(), Error> {
+        let given = Path::new(path);
+        let rel = if given.is_absolute() {
+            given
+                .strip_prefix(&self.root)
+                .map_err(|_| UserError::InvalidArgument {
+                    name: "path",
+                    reason: format!("{path} is outside the project root {}", self.root.display()),
+                })?
+        } else {
+            given
+        };
+        if rel.components().any(|c| {
+            !matches!(
+                c,
+                std::path::Component::Normal(_) | std::path::Component::CurDir
+            )
+        }) {
+            return Err(UserError::InvalidArgument {
+                name: "path",
+                reason: format!("{path} leaves the project (`..` is not allowed)"),
+            }
+            .into());
+        }
+        self.apply_changes(vec![self.root.join(rel)]);
+        Ok(())
+    }
+
+    /// Indexed files in path order: a page, and the total.
+    pub fn list_files(
+        &self,
+        offset: usize,
+        limit: usize,
+    ) -> Result<(Vec<(String, crate::store::FileRecord)>, u64), Error> {
+        self.wait_for_first_commit();
+        Ok(self.index.store.files_page(offset, limit)?)
+    }
+
     /// A brand-new index has nothing to answer from: give its first pass a moment (bounded)
     /// to commit something, so the first search of a small project is not empty.
     fn wait_for_first_commit(&self) {

@@ -54,6 +54,17 @@ async fn blocking<T: Send + 'static>(
         .map_err(to_status)
 }
 
+/// Log one served call: what was asked, how long it took, how much came back, the outcome.
+fn log_call(call: &str, started: Instant, outcome: Result<usize, &Status>) {
+    let ms = started.elapsed().as_secs_f64() * 1e3;
+    match outcome {
+        Ok(results) => tracing::info!(call, ms, results, "ok"),
+        Err(status) => {
+            tracing::info!(call, ms, code = ?status.code(), error = status.message(), "failed")
+        }
+    }
+}
+
 fn project_status_to_pb(s: ProjectStatus) -> pb::ProjectStatus {
     let state = match s.state {
         IndexState::Indexing => pb::IndexState::Indexing,
@@ -122,6 +133,11 @@ impl amanmcp_proto::Daemon for RpcService {
     ) -> Result<Response<pb::SearchReply>, Status> {
         let req = request.into_inner();
         let registry = self.registry.clone();
+        let started = Instant::now();
+        let call = format!(
+            "search query={:?} limit={} path={:?} language={:?}",
+            req.query, req.limit, req.path_glob, req.language
+        );
         let outcome = blocking(move || {
             let project = registry.open(&req.root, false)?;
             project.search(&SearchParams {
@@ -136,7 +152,9 @@ impl amanmcp_proto::Daemon for RpcService {
                 language: req.language,
             })
         })
-        .await?;
+        .await;
+        log_call(&call, started, outcome.as_ref().map(|o| o.hits.len()));
+        let outcome = outcome?;
         Ok(Response::new(pb::SearchReply {
             results: outcome
                 .hits
@@ -164,6 +182,11 @@ impl amanmcp_proto::Daemon for RpcService {
     ) -> Result<Response<pb::LookupReply>, Status> {
         let req = request.into_inner();
         let registry = self.registry.clone();
+        let started = Instant::now();
+        let call = format!(
+            "lookup path={:?} symbol={:?} kind={:?} lines={:?}-{:?}",
+            req.path, req.symbol, req.kind, req.start_line, req.end_line
+        );
         let matches = blocking(move || {
             let project = registry.open(&req.root, false)?;
             project.lookup(&LookupParams {
@@ -177,9 +200,12 @@ impl amanmcp_proto::Daemon for RpcService {
                 } else {
                     req.limit as usize
                 },
+                whole_file: req.whole_file,
             })
         })
-        .await?;
+        .await;
+        log_call(&call, started, matches.as_ref().map(Vec::len));
+        let matches = matches?;
         Ok(Response::new(pb::LookupReply {
             total: matches.len() as u64,
             matches: matches
@@ -214,6 +240,56 @@ impl amanmcp_proto::Daemon for RpcService {
             files: report.files,
             chunks: report.chunks,
             docs: report.docs,
+        }))
+    }
+
+    async fn reindex(
+        &self,
+        request: Request<pb::ReindexRequest>,
+    ) -> Result<Response<pb::ProjectStatus>, Status> {
+        let req = request.into_inner();
+        let registry = self.registry.clone();
+        let started = Instant::now();
+        let call = format!("reindex path={:?}", req.path);
+        let status = blocking(move || {
+            let project = registry.open(&req.root, req.path.is_none())?;
+            if let Some(path) = req.path.as_deref().filter(|p| !p.is_empty()) {
+                project.reindex_path(path)?;
+            }
+            Ok(project.status())
+        })
+        .await;
+        log_call(&call, started, status.as_ref().map(|_| 1));
+        Ok(Response::new(project_status_to_pb(status?)))
+    }
+
+    async fn list_files(
+        &self,
+        request: Request<pb::ListFilesRequest>,
+    ) -> Result<Response<pb::ListFilesReply>, Status> {
+        let req = request.into_inner();
+        let registry = self.registry.clone();
+        let limit = if req.limit == 0 {
+            500
+        } else {
+            req.limit.min(5000) as usize
+        };
+        let (files, total) = blocking(move || {
+            registry
+                .open(&req.root, false)?
+                .list_files(req.offset as usize, limit)
+        })
+        .await?;
+        Ok(Response::new(pb::ListFilesReply {
+            files: files
+                .into_iter()
+                .map(|(path, record)| pb::IndexedFile {
+                    path,
+                    language: record.language,
+                    size: record.size,
+                })
+                .collect(),
+            total,
         }))
     }
 

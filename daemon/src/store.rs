@@ -247,6 +247,28 @@ impl Store {
         Ok(out)
     }
 
+    /// A page of indexed files in path order, and the total number of files.
+    pub fn files_page(
+        &self,
+        offset: usize,
+        limit: usize,
+    ) -> Result<(Vec<(String, FileRecord)>, u64), IndexError> {
+        let rtxn = self.env.read_txn().map_err(|e| self.err(e))?;
+        let total = self.files.len(&rtxn).map_err(|e| self.err(e))?;
+        let mut out = Vec::with_capacity(limit.min(1024));
+        for item in self
+            .files
+            .iter(&rtxn)
+            .map_err(|e| self.err(e))?
+            .skip(offset)
+            .take(limit)
+        {
+            let (path, record) = item.map_err(|e| self.err(e))?;
+            out.push((path.to_string(), record));
+        }
+        Ok((out, total))
+    }
+
     /// Number of indexed files and chunks.
     pub fn counts(&self) -> Result<(u64, u64), IndexError> {
         let rtxn = self.env.read_txn().map_err(|e| self.err(e))?;

@@ -1,15 +1,23 @@
 //! The MCP server the shim exposes: tool schemas, argument checking, result rendering.
 //! Every tool call becomes a daemon call keyed by this session's project root.
 
+// `logging/setLevel` and `notifications/message` are part of MCP 2025-11-25, which clients
+// speak today; rmcp marks them deprecated for a later revision of the spec (SEP-2577).
+#![allow(deprecated)]
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use amanmcp_proto::pb;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
-    ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, Implementation, InitializeResult, JsonObject,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
+    ProgressNotificationParam, Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
@@ -32,11 +40,91 @@ path:start-end line ranges and the code. Use `lookup` to read a file or line ran
 to a definition by name (`Session.request`). Use `index-status` to see whether indexing is \
 complete. Paths are relative to the project root.";
 
+/// Files per `resources/list` page.
+const RESOURCE_PAGE: u32 = 200;
+
 /// The MCP server of one shim session.
 #[derive(Clone)]
 pub struct AmanServer {
     link: Arc<DaemonLink>,
     root: Arc<PathBuf>,
+    /// Lowest level sent as `notifications/message` (set by `logging/setLevel`).
+    log_level: Arc<std::sync::Mutex<LoggingLevel>>,
+}
+
+fn level_rank(level: LoggingLevel) -> u8 {
+    match level {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+    }
+}
+
+/// `file://` URI of an absolute path (RFC 8089; bytes outside the unreserved set encoded).
+pub fn file_uri(path: &std::path::Path) -> String {
+    let mut uri = String::from("file://");
+    for byte in path.as_os_str().as_encoded_bytes() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'/' | b'-' | b'.' | b'_' | b'~' => {
+                uri.push(*byte as char)
+            }
+            other => uri.push_str(&format!("%{other:02X}")),
+        }
+    }
+    uri
+}
+
+/// The path of a `file://` URI, if it is one.
+pub fn uri_path(uri: &str) -> Option<String> {
+    let rest = uri.strip_prefix("file://")?;
+    let rest = rest.strip_prefix("localhost").unwrap_or(rest);
+    if !rest.starts_with('/') {
+        return None;
+    }
+    let bytes = rest.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+fn mime_type(language: &str) -> &'static str {
+    match language {
+        "markdown" => "text/markdown",
+        "json" => "application/json",
+        "yaml" => "application/yaml",
+        "toml" => "application/toml",
+        "html" => "text/html",
+        "css" => "text/css",
+        "xml" => "application/xml",
+        "rust" => "text/x-rust",
+        "python" => "text/x-python",
+        "javascript" => "text/javascript",
+        "typescript" | "tsx" => "text/x-typescript",
+        "go" => "text/x-go",
+        "java" => "text/x-java",
+        "c" => "text/x-c",
+        "cpp" => "text/x-c++",
+        "csharp" => "text/x-csharp",
+        "ruby" => "text/x-ruby",
+        "php" => "text/x-php",
+        "bash" => "text/x-shellscript",
+        _ => "text/plain",
+    }
 }
 
 impl AmanServer {
@@ -45,6 +133,7 @@ impl AmanServer {
         AmanServer {
             link,
             root: Arc::new(root),
+            log_level: Arc::new(std::sync::Mutex::new(LoggingLevel::Warning)),
         }
     }
 
@@ -138,6 +227,7 @@ impl AmanServer {
             symbol: symbol.clone(),
             kind,
             limit: limit as u32,
+            whole_file: false,
         };
         let reply = self
             .link
@@ -197,6 +287,110 @@ impl AmanServer {
                 ));
             }
         }
+        Ok(structured_result(text, structured))
+    }
+
+    /// Send `notifications/message` if `level` is at or above the client's chosen level.
+    async fn log(&self, peer: &rmcp::Peer<RoleServer>, level: LoggingLevel, message: String) {
+        let threshold = *self.log_level.lock().unwrap_or_else(|e| e.into_inner());
+        if level_rank(level) >= level_rank(threshold) {
+            let param = LoggingMessageNotificationParam::new(level, json!({"message": message}))
+                .with_logger("amanmcp");
+            let _ = peer.notify_logging_message(param).await;
+        }
+    }
+
+    async fn reindex(
+        &self,
+        args: &JsonObject,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ToolError> {
+        let path = optional_string(args, "path")?;
+        let root = self.root();
+        let started = std::time::Instant::now();
+        let request = pb::ReindexRequest {
+            root: root.clone(),
+            path: path.clone(),
+        };
+        let first = self
+            .link
+            .call(|mut client| {
+                let request = request.clone();
+                async move { client.reindex(request).await.map(|r| r.into_inner()) }
+            })
+            .await?;
+        let token = context.meta.get_progress_token();
+        let mut status = first.clone();
+        if path.is_none() {
+            // A full pass runs in the daemon; follow it, reporting progress, until it ends or
+            // the client cancels.
+            loop {
+                if status.passes > first.passes && state_name(status.state) != "indexing" {
+                    break;
+                }
+                if let Some(token) = &token {
+                    let mut param =
+                        ProgressNotificationParam::new(token.clone(), status.files_done as f64);
+                    param.total = (status.files_total > 0).then_some(status.files_total as f64);
+                    param.message = Some(format!(
+                        "indexing {}/{} files",
+                        status.files_done, status.files_total
+                    ));
+                    let _ = context.peer.notify_progress(param).await;
+                }
+                tokio::select! {
+                    _ = context.ct.cancelled() => {
+                        return Err(ToolError::Argument("reindex cancelled by the client; the daemon finishes its pass in the background".into()));
+                    }
+                    _ = tokio::time::sleep(std::time::Duration::from_millis(100)) => {}
+                }
+                let reply = self
+                    .link
+                    .call(|mut client| async move {
+                        client
+                            .status(pb::StatusRequest {})
+                            .await
+                            .map(|r| r.into_inner())
+                    })
+                    .await?;
+                if let Some(p) = reply.projects.into_iter().find(|p| p.root == root) {
+                    status = p;
+                }
+            }
+            if let Some(token) = &token {
+                let mut param =
+                    ProgressNotificationParam::new(token.clone(), status.files_total as f64);
+                param.total = Some(status.files_total as f64);
+                param.message = Some("done".into());
+                let _ = context.peer.notify_progress(param).await;
+            }
+        }
+        let ms = started.elapsed().as_millis() as u64;
+        let mut structured = index_summary(&status);
+        structured["scope"] = json!(path.as_deref().unwrap_or("project"));
+        structured["ms"] = json!(ms);
+        if path.is_none() {
+            structured["changed"] = json!(status.last_pass_changed);
+            structured["removed"] = json!(status.last_pass_removed);
+        }
+        let text = match &path {
+            Some(path) => format!(
+                "Re-indexed {path} in {ms} ms. Index: {}, {} files, {} chunks.",
+                state_name(status.state),
+                status.files,
+                status.chunks
+            ),
+            None => format!(
+                "Re-indexed the project in {ms} ms: {} files changed, {} removed. Index: {}, {} files, {} chunks.",
+                status.last_pass_changed,
+                status.last_pass_removed,
+                state_name(status.state),
+                status.files,
+                status.chunks
+            ),
+        };
+        self.log(&context.peer, LoggingLevel::Info, text.clone())
+            .await;
         Ok(structured_result(text, structured))
     }
 
@@ -577,6 +771,36 @@ pub fn tools() -> Vec<Tool> {
         .with_raw_output_schema(schema(lookup_output()))
         .with_annotations(read_only.clone()),
         Tool::new(
+            "reindex",
+            "Re-check the index against the files on disk now: the whole project (reports progress when the request carries a progress token; returns when done), or one file or directory given as `path`. Rarely needed: the index follows file changes on its own.",
+            schema(json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "A file or directory relative to the project root. Omit to re-check the whole project."}
+                }
+            })),
+        )
+        .with_title("Re-index")
+        .with_raw_output_schema(schema(json!({
+            "type": "object",
+            "properties": {
+                "state": {"type": "string", "enum": ["indexing", "ready", "error"]},
+                "files": {"type": "integer"},
+                "chunks": {"type": "integer"},
+                "scope": {"type": "string", "description": "`project` or the path re-checked."},
+                "ms": {"type": "integer", "description": "Time taken."},
+                "changed": {"type": "integer", "description": "Files re-chunked (whole-project runs)."},
+                "removed": {"type": "integer", "description": "Files dropped (whole-project runs)."}
+            },
+            "required": ["state", "files", "chunks", "scope", "ms"]
+        })))
+        .with_annotations(
+            ToolAnnotations::new()
+                .read_only(false)
+                .destructive(false)
+                .idempotent(true),
+        ),
+        Tool::new(
             "index-status",
             "Show the state of this project's index: ready or still indexing (with progress), files and chunks indexed, size on disk, skipped files and the last error.",
             schema(json!({"type": "object", "properties": {}})),
@@ -589,9 +813,16 @@ pub fn tools() -> Vec<Tool> {
 
 impl ServerHandler for AmanServer {
     fn get_info(&self) -> ServerConfig {
-        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("amanmcp", env!("CARGO_PKG_VERSION")))
-            .with_instructions(INSTRUCTIONS)
+        InitializeResult::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .enable_prompts()
+                .enable_logging()
+                .build(),
+        )
+        .with_server_info(Implementation::new("amanmcp", env!("CARGO_PKG_VERSION")))
+        .with_instructions(INSTRUCTIONS)
     }
 
     async fn list_tools(
@@ -605,17 +836,20 @@ impl ServerHandler for AmanServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let args = request.arguments.clone().unwrap_or_default();
         let started = std::time::Instant::now();
         let outcome = match request.name.as_ref() {
             "search" => self.search(&args).await,
             "lookup" => self.lookup(&args).await,
+            "reindex" => self.reindex(&args, &context).await,
             "index-status" => self.index_status().await,
             other => {
                 return Err(McpError::invalid_params(
-                    format!("unknown tool `{other}`; available: search, lookup, index-status"),
+                    format!(
+                        "unknown tool `{other}`; available: search, lookup, reindex, index-status"
+                    ),
                     None,
                 ));
             }
@@ -627,9 +861,243 @@ impl ServerHandler for AmanServer {
                 CallToolResult::error(vec![ContentBlock::text(message)])
             }
             Err(ToolError::Link(e)) => {
+                let message = format!("{} failed: {e}", request.name);
+                self.log(&context.peer, LoggingLevel::Error, message).await;
                 CallToolResult::error(vec![ContentBlock::text(e.to_string())])
             }
         }
         .into())
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let offset = match request.and_then(|r| r.cursor) {
+            Some(cursor) => cursor.parse::<u32>().map_err(|_| {
+                McpError::invalid_params(format!("invalid cursor {cursor:?}"), None)
+            })?,
+            None => 0,
+        };
+        let root = self.root();
+        let reply = self
+            .link
+            .call(|mut client| {
+                let root = root.clone();
+                async move {
+                    client
+                        .list_files(pb::ListFilesRequest {
+                            root,
+                            offset,
+                            limit: RESOURCE_PAGE,
+                        })
+                        .await
+                        .map(|r| r.into_inner())
+                }
+            })
+            .await
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        let next = offset as u64 + reply.files.len() as u64;
+        let resources = reply
+            .files
+            .iter()
+            .map(|f| {
+                Resource::new(file_uri(&self.root.join(&f.path)), f.path.clone())
+                    .with_mime_type(mime_type(&f.language))
+                    .with_size(f.size)
+            })
+            .collect();
+        Ok(ListResourcesResult {
+            resources,
+            next_cursor: (next < reply.total).then(|| next.to_string()),
+            ..ListResourcesResult::default()
+        })
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        let template = format!("{}/{{path}}", file_uri(&self.root));
+        Ok(ListResourceTemplatesResult::with_all_items(vec![
+            ResourceTemplate::new(template, "project-file")
+                .with_title("A file of this project")
+                .with_description("Any file under the project root, by its relative path."),
+        ]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let uri = request.uri;
+        let not_found = |why: String| McpError::resource_not_found(why, Some(json!({"uri": uri})));
+        let Some(path) = uri_path(&uri) else {
+            return Err(not_found(format!(
+                "not a file:// URI of this project: {uri}"
+            )));
+        };
+        let lookup = pb::LookupRequest {
+            root: self.root(),
+            path: Some(path),
+            whole_file: true,
+            ..Default::default()
+        };
+        let reply = self
+            .link
+            .call(|mut client| {
+                let lookup = lookup.clone();
+                async move { client.lookup(lookup).await.map(|r| r.into_inner()) }
+            })
+            .await;
+        match reply {
+            Ok(reply) => match reply.matches.into_iter().next() {
+                Some(found) => {
+                    let contents = ResourceContents::TextResourceContents {
+                        uri: uri.clone(),
+                        mime_type: Some(mime_type(&found.language).to_string()),
+                        text: found.code,
+                        meta: None,
+                    };
+                    Ok(ReadResourceResponse::Complete(ReadResourceResult::new(
+                        vec![contents],
+                    )))
+                }
+                None => Err(not_found(format!("no such resource: {uri}"))),
+            },
+            Err(LinkError::Rejected(why)) => Err(not_found(why)),
+            Err(e) => Err(McpError::internal_error(e.to_string(), None)),
+        }
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        Ok(ListPromptsResult::with_all_items(prompts()))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let args = request.arguments.unwrap_or_default();
+        let arg = |name: &str| -> Result<String, McpError> {
+            match args.get(name) {
+                Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.clone()),
+                _ => Err(McpError::invalid_params(
+                    format!("prompt `{}` needs the argument `{name}`", request.name),
+                    None,
+                )),
+            }
+        };
+        let (description, text) = match request.name.as_str() {
+            "explain-symbol" => {
+                let symbol = arg("symbol")?;
+                (
+                    format!("Explain {symbol}"),
+                    format!(
+                        "Explain `{symbol}` in this project. First call the `lookup` tool with symbol \"{symbol}\" to read its definition (and its enclosing type). Then describe what it does, its inputs and outputs, the errors it can produce, and anything surprising. Call `search` with \"{symbol}\" to show two or three places that use it, citing path:line."
+                    ),
+                )
+            }
+            "find-usages" => {
+                let symbol = arg("symbol")?;
+                (
+                    format!("Find usages of {symbol}"),
+                    format!(
+                        "Find every place in this project that uses `{symbol}`. Call `search` with \"{symbol}\" (raise `limit` as needed; narrow with `path` or `language`), read each hit, and list the call sites as path:line with one line on what each does with it. Leave out the definition itself (use `lookup` to see where it is)."
+                    ),
+                )
+            }
+            "review-change" => {
+                let change = arg("change")?;
+                (
+                    "Review a change against similar code".to_string(),
+                    format!(
+                        "Review this change for consistency with the rest of the project:\n\n{change}\n\nUse `search` with the identifiers and phrases it touches to find similar code, and `lookup` to read the definitions it calls. Point out duplicated logic, conventions it breaks, and callers it may affect, citing path:line."
+                    ),
+                )
+            }
+            other => {
+                return Err(McpError::invalid_params(
+                    format!(
+                        "unknown prompt `{other}`; available: explain-symbol, find-usages, review-change"
+                    ),
+                    None,
+                ));
+            }
+        };
+        Ok(GetPromptResponse::Complete(
+            GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
+                .with_description(description),
+        ))
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        *self.log_level.lock().unwrap_or_else(|e| e.into_inner()) = request.level;
+        Ok(())
+    }
+}
+
+/// The prompt templates this server offers.
+pub fn prompts() -> Vec<Prompt> {
+    let symbol = || {
+        vec![
+            PromptArgument::new("symbol")
+                .with_description(
+                    "A function, method, class or other symbol, e.g. `Session.request`.",
+                )
+                .with_required(true),
+        ]
+    };
+    vec![
+        Prompt::new(
+            "explain-symbol",
+            Some("Explain what a function, method or type does, with its definition and uses."),
+            Some(symbol()),
+        ),
+        Prompt::new(
+            "find-usages",
+            Some("List every place a symbol is used, as path:line."),
+            Some(symbol()),
+        ),
+        Prompt::new(
+            "review-change",
+            Some("Review a change (a diff or a description) against similar code in the project."),
+            Some(vec![
+                PromptArgument::new("change")
+                    .with_description("The diff or description of the change.")
+                    .with_required(true),
+            ]),
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_uris_round_trip() {
+        for path in ["/tmp/a b/c#d.rs", "/home/x/ünï.py", "/plain/path.rs"] {
+            let uri = file_uri(std::path::Path::new(path));
+            assert!(uri.starts_with("file:///"), "{uri}");
+            assert!(!uri.contains(' ') && !uri.contains('#'), "{uri}");
+            assert_eq!(uri_path(&uri).as_deref(), Some(path));
+        }
+        assert_eq!(uri_path("file://localhost/x/y").as_deref(), Some("/x/y"));
+        assert_eq!(uri_path("https://example.com/x"), None);
+        assert_eq!(uri_path("file://relative"), None);
+        assert_eq!(uri_path("file:///bad%zz"), None);
     }
 }

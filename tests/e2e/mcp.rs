@@ -61,6 +61,69 @@ fn python_sdk_client_finds_a_function_by_a_word_from_its_body() {
 }
 
 #[test]
+fn python_sdk_client_uses_resources_prompts_logging_and_reindex() {
+    let env = TestEnv::new();
+    let mut files: Vec<(String, String)> = vec![
+        ("app/auth.py".into(), AUTH_PY.into()),
+        (".env".into(), "KEY=1\n".into()),
+    ];
+    for i in 0..230 {
+        files.push((
+            format!("pkg/m{i}.py"),
+            format!("def f{i}():\n    return {i}\n"),
+        ));
+    }
+    let files: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    let root = env.project("surface", &files);
+    std::fs::write(env.path().join("projects/outside.txt"), "not yours").unwrap();
+    let mut command = std::process::Command::new(python());
+    env.apply(&mut command);
+    let out = command
+        .arg(client_script("py_surface.py"))
+        .arg(bin("amanmcp"))
+        .arg(&root)
+        .output()
+        .expect("run the Python SDK client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("OK"),
+        "Python SDK client failed:\n{stdout}\n{}\ndaemon log:\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        env.daemon_log()
+    );
+}
+
+#[test]
+fn unknown_methods_and_resources_get_their_json_rpc_errors() {
+    let env = TestEnv::new();
+    let root = env.project("proj", &[("auth.py", AUTH_PY)]);
+    let mut shim = Shim::start(&env, &root);
+    shim.initialize();
+    let reply = shim.request("no/such/method", json!({}));
+    assert_eq!(reply["error"]["code"], -32601, "{reply}");
+    // `server/discover` (probed by newer clients) is answered at once, never left hanging.
+    let started = Instant::now();
+    let reply = shim.request("server/discover", json!({}));
+    assert!(
+        reply.get("error").is_some() || reply.get("result").is_some(),
+        "{reply}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(2));
+    let reply = shim.request("resources/read", json!({"uri": "file:///etc/passwd"}));
+    assert_eq!(reply["error"]["code"], -32002, "{reply}");
+    let reply = shim.request("prompts/get", json!({"name": "no-such-prompt"}));
+    assert_eq!(reply["error"]["code"], -32602, "{reply}");
+    // Optional fields are omitted, never null.
+    let reply = shim.request("tools/list", json!({}));
+    assert!(!reply.to_string().contains("null"), "{reply}");
+    let reply = shim.call_tool("search", json!({"query": "verify_password"}));
+    assert!(!reply.to_string().contains(":null"), "{reply}");
+}
+
+#[test]
 fn two_shims_on_two_projects_share_one_daemon() {
     let env = TestEnv::new();
     let a = env.project("alpha", &[("auth.py", AUTH_PY)]);
