@@ -3,7 +3,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 
-use amanmcp_tests::{Shim, TestEnv, bin, client_script, python};
+use amanmcp_tests::{Shim, TestEnv, bin, client_script, node, python};
 use serde_json::json;
 
 const AUTH_PY: &str = r#"import hashlib
@@ -91,6 +91,30 @@ fn python_sdk_client_uses_resources_prompts_logging_and_reindex() {
     assert!(
         out.status.success() && stdout.contains("OK"),
         "Python SDK client failed:\n{stdout}\n{}\ndaemon log:\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        env.daemon_log()
+    );
+}
+
+#[test]
+fn typescript_sdk_client_drives_every_tool_resource_and_prompt() {
+    let env = TestEnv::new();
+    let root = env.project(
+        "tsproj",
+        &[("app/auth.py", AUTH_PY), ("src/lib.rs", LIB_RS)],
+    );
+    let mut command = std::process::Command::new(node());
+    env.apply(&mut command);
+    let out = command
+        .arg(client_script("ts_surface.mjs"))
+        .arg(bin("amanmcp"))
+        .arg(&root)
+        .output()
+        .expect("run the TypeScript SDK client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("OK"),
+        "TypeScript SDK client failed:\n{stdout}\n{}\ndaemon log:\n{}",
         String::from_utf8_lossy(&out.stderr),
         env.daemon_log()
     );

@@ -346,6 +346,19 @@ pub fn python() -> PathBuf {
     path
 }
 
+/// `node`, checked to have the TypeScript SDK installed beside the client scripts
+/// (`npm ci` in `tests/clients`, which `.ci/run` does).
+pub fn node() -> PathBuf {
+    let sdk = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("clients/node_modules/@modelcontextprotocol/sdk/package.json");
+    assert!(
+        sdk.is_file(),
+        "{} not found: run `npm ci` in tests/clients (bash .ci/run does this)",
+        sdk.display()
+    );
+    PathBuf::from(std::env::var_os("AMANMCP_TEST_NODE").unwrap_or_else(|| "node".into()))
+}
+
 /// Path of a client script under `tests/clients`.
 pub fn client_script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -1,0 +1,117 @@
+#!/usr/bin/env node
+// Drive `amanmcp serve` with the official MCP TypeScript SDK (@modelcontextprotocol/sdk).
+// Usage: node ts_surface.mjs SHIM PROJECT
+// Prints one line per check; exits 1 on the first failure.
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { EmptyResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+const [shim, project] = process.argv.slice(2);
+function check(cond, what, detail = '') {
+  if (!cond) {
+    console.log(`FAIL ${what}: ${JSON.stringify(detail).slice(0, 600)}`);
+    process.exit(1);
+  }
+  console.log(`PASS ${what}`);
+}
+const sleep = ms => new Promise(r => setTimeout(r, ms));
+
+const transport = new StdioClientTransport({
+  command: shim,
+  args: ['serve', '--project', project],
+  env: process.env, // the SDK default passes only a few variables
+  stderr: 'inherit',
+});
+const client = new Client({ name: 'amanmcp-ts-test', version: '0' });
+await client.connect(transport);
+const caps = client.getServerCapabilities();
+check(caps.tools && caps.resources && caps.prompts && caps.logging, 'capabilities', caps);
+check(client.getServerVersion().name === 'amanmcp', 'server info', client.getServerVersion());
+
+const tools = (await client.listTools()).tools;
+check(['search', 'lookup', 'reindex', 'index-status'].every(n => tools.some(t => t.name === n)), 'tools/list', tools.map(t => t.name));
+
+// search (the SDK validates structuredContent against outputSchema)
+let hit;
+for (let i = 0; i < 300 && !hit; i++) {
+  const r = await client.callTool({ name: 'search', arguments: { query: 'pbkdf2_hmac', limit: 5 } });
+  check(!r.isError, 'search call', r);
+  hit = r.structuredContent.results.find(h => h.path === 'app/auth.py');
+  if (!hit) await sleep(100);
+}
+check(hit && hit.start_line <= 6 && 6 <= hit.end_line, 'search finds the function', hit);
+
+const found = await client.callTool({ name: 'lookup', arguments: { symbol: 'verify_password' } });
+check(!found.isError && found.structuredContent.matches[0].kind === 'function', 'lookup by symbol', found);
+
+const bad = await client.callTool({ name: 'search', arguments: { query: 'x', limit: 'many' } });
+check(bad.isError === true && bad.content[0].text.includes('limit'), 'invalid argument is a tool error', bad);
+try {
+  await client.callTool({ name: 'no-such-tool', arguments: {} });
+  check(false, 'unknown tool refused');
+} catch (e) {
+  check(e.code === -32602, 'unknown tool -> -32602', e.message);
+}
+try {
+  await client.request({ method: 'no/such/method', params: {} }, EmptyResultSchema);
+  check(false, 'unknown method refused');
+} catch (e) {
+  check(e.code === -32601, 'unknown method -> -32601', e.message);
+}
+
+// reindex with progress
+const progress = [];
+const re = await client.callTool({ name: 'reindex', arguments: {} }, undefined, {
+  onprogress: p => progress.push(p),
+  resetTimeoutOnProgress: true,
+});
+check(!re.isError && re.structuredContent.scope === 'project', 'reindex', re);
+check(progress.length >= 1, 'progress notifications', progress);
+
+// cancellation: abort a reindex; the shim stays usable
+const ac = new AbortController();
+const pending = client.callTool({ name: 'reindex', arguments: {} }, undefined, { signal: ac.signal });
+await sleep(20);
+ac.abort('test abort');
+let aborted = false;
+try { await pending; } catch { aborted = true; }
+check(aborted, 'cancelled call rejects on the client');
+await client.ping();
+const after = await client.callTool({ name: 'search', arguments: { query: 'pbkdf2_hmac' } });
+check(!after.isError, 'usable after cancellation', after);
+
+// resources
+const resources = (await client.listResources()).resources;
+const auth = resources.find(r => r.name === 'app/auth.py');
+check(auth && auth.mimeType === 'text/x-python', 'resources/list', resources.slice(0, 3));
+const read = await client.readResource({ uri: auth.uri });
+check(read.contents[0].text.includes('def verify_password'), 'resources/read', read);
+try {
+  await client.readResource({ uri: 'file:///etc/passwd' });
+  check(false, 'outside resource refused');
+} catch (e) {
+  check(e.code === -32002, 'outside resource -> -32002', e.message);
+}
+
+// prompts and logging
+const prompts = (await client.listPrompts()).prompts;
+check(prompts.some(p => p.name === 'find-usages'), 'prompts/list', prompts);
+const got = await client.getPrompt({ name: 'find-usages', arguments: { symbol: 'verify_password' } });
+check(got.messages[0].content.text.includes('verify_password'), 'prompts/get', got);
+await client.setLoggingLevel('debug');
+check(true, 'logging/setLevel');
+
+// a file written now becomes searchable without any client action (watcher)
+writeFileSync(join(project, 'late.py'), 'def zlatetoken():\n    return 1\n');
+let late;
+for (let i = 0; i < 300 && !late; i++) {
+  const r = await client.callTool({ name: 'search', arguments: { query: 'zlatetoken' } });
+  late = r.structuredContent.results.find(h => h.path === 'late.py');
+  if (!late) await sleep(50);
+}
+check(late, 'fresh file searchable');
+
+await client.close();
+console.log('OK');
