@@ -124,5 +124,10 @@ fn canonical_root(root: &str) -> Result<PathBuf, UserError> {
     if !canonical.is_dir() {
         return Err(bad("not a directory".into()));
     }
+    if canonical.parent().is_none() {
+        return Err(bad(
+            "refusing to index the filesystem root; open a project directory".into(),
+        ));
+    }
     Ok(canonical)
 }

@@ -44,8 +44,12 @@ fn serve(project: Option<PathBuf>) -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .init();
-    let root =
-        project::resolve_root(project.as_deref()).context("cannot resolve the project root")?;
+    let (root, source) = project::resolve_root_with_source(project.as_deref())
+        .context("cannot resolve the project root")?;
+    let explicit_root = source == project::RootSource::Explicit;
+    // A bare working directory (often `/` or the home directory for desktop clients) is not
+    // indexed before a tool call or the client's roots ask for it.
+    let warm_up_now = source != project::RootSource::WorkingDir;
     let socket = amanmcp_proto::endpoint::socket_path()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -53,9 +57,11 @@ fn serve(project: Option<PathBuf>) -> anyhow::Result<()> {
         .build()?;
     runtime.block_on(async move {
         let link = Arc::new(DaemonLink::new(socket));
-        let server = AmanServer::new(link, root);
-        let warm = server.clone();
-        tokio::spawn(async move { warm.warm_up().await });
+        let server = AmanServer::new(link, root, explicit_root);
+        if warm_up_now {
+            let warm = server.clone();
+            tokio::spawn(async move { warm.warm_up().await });
+        }
 
         let (server_side, shim_side) = tokio::io::duplex(1 << 20);
         let (server_read, server_write) = tokio::io::split(server_side);

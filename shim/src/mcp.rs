@@ -47,7 +47,12 @@ const RESOURCE_PAGE: u32 = 200;
 #[derive(Clone)]
 pub struct AmanServer {
     link: Arc<DaemonLink>,
-    root: Arc<PathBuf>,
+    /// The project root. Without `--project`, a client that declares roots decides it: the
+    /// write lock is held until its `roots/list` answer arrives, so calls wait for it.
+    root: Arc<tokio::sync::RwLock<PathBuf>>,
+    explicit_root: bool,
+    /// Taken in `initialize` when the client declares roots; released once they are known.
+    roots_pending: Arc<std::sync::Mutex<Option<tokio::sync::OwnedRwLockWriteGuard<PathBuf>>>>,
     /// Lowest level sent as `notifications/message` (set by `logging/setLevel`).
     log_level: Arc<std::sync::Mutex<LoggingLevel>>,
 }
@@ -129,22 +134,28 @@ fn mime_type(language: &str) -> &'static str {
 
 impl AmanServer {
     /// A server for the project at `root` (canonical), talking to the daemon over `link`.
-    pub fn new(link: Arc<DaemonLink>, root: PathBuf) -> Self {
+    pub fn new(link: Arc<DaemonLink>, root: PathBuf, explicit_root: bool) -> Self {
         AmanServer {
             link,
-            root: Arc::new(root),
+            root: Arc::new(tokio::sync::RwLock::new(root)),
+            explicit_root,
+            roots_pending: Arc::new(std::sync::Mutex::new(None)),
             log_level: Arc::new(std::sync::Mutex::new(LoggingLevel::Warning)),
         }
     }
 
-    fn root(&self) -> String {
-        self.root.to_string_lossy().into_owned()
+    async fn root_path(&self) -> PathBuf {
+        self.root.read().await.clone()
+    }
+
+    async fn root(&self) -> String {
+        self.root_path().await.to_string_lossy().into_owned()
     }
 
     /// Ask the daemon to load the project (starting the daemon if needed). Used at startup,
     /// in the background, so indexing begins before the first search.
     pub async fn warm_up(&self) {
-        if let Err(e) = self.link.open_project(&self.root()).await {
+        if let Err(e) = self.link.open_project(&self.root().await).await {
             tracing::warn!(error = %e, "could not open the project in the daemon yet");
         }
     }
@@ -155,7 +166,7 @@ impl AmanServer {
         let path_glob = optional_string(args, "path")?;
         let language = optional_string(args, "language")?;
         let request = pb::SearchRequest {
-            root: self.root(),
+            root: self.root().await,
             query: query.clone(),
             limit: limit as u32,
             offset: 0,
@@ -220,7 +231,7 @@ impl AmanServer {
             ));
         }
         let request = pb::LookupRequest {
-            root: self.root(),
+            root: self.root().await,
             path,
             start_line: start_line.map(|n| n as u32),
             end_line: end_line.map(|n| n as u32),
@@ -306,7 +317,7 @@ impl AmanServer {
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ToolError> {
         let path = optional_string(args, "path")?;
-        let root = self.root();
+        let root = self.root().await;
         let started = std::time::Instant::now();
         let request = pb::ReindexRequest {
             root: root.clone(),
@@ -395,7 +406,7 @@ impl AmanServer {
     }
 
     async fn index_status(&self) -> Result<CallToolResult, ToolError> {
-        let status = self.link.open_project(&self.root()).await?;
+        let status = self.link.open_project(&self.root().await).await?;
         let mut structured = index_summary(&status);
         let skipped: Map<String, Value> = status
             .skipped
@@ -869,6 +880,59 @@ impl ServerHandler for AmanServer {
         .into())
     }
 
+    async fn initialize(
+        &self,
+        request: rmcp::model::InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        if !self.explicit_root && request.capabilities.roots.is_some() {
+            // No tool call may run before the client's roots are known (they come after
+            // `initialized`); hold the root until then.
+            let guard = self.root.clone().write_owned().await;
+            *self.roots_pending.lock().unwrap_or_else(|e| e.into_inner()) = Some(guard);
+        }
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        let pending = self
+            .roots_pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let Some(mut guard) = pending else { return };
+        // Ask from a task, so the service loop stays free to carry the answer.
+        let server = self.clone();
+        tokio::spawn(async move {
+            let asked =
+                tokio::time::timeout(std::time::Duration::from_secs(5), context.peer.list_roots())
+                    .await;
+            let chosen = match asked {
+                Ok(Ok(result)) => result.roots.iter().find_map(|root| {
+                    let path = PathBuf::from(uri_path(&root.uri)?).canonicalize().ok()?;
+                    path.is_dir().then_some(path)
+                }),
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "roots/list failed; keeping the working directory's project");
+                    None
+                }
+                Err(_) => {
+                    tracing::warn!(
+                        "roots/list unanswered; keeping the working directory's project"
+                    );
+                    None
+                }
+            };
+            if let Some(path) = chosen {
+                tracing::info!(root = %path.display(), "project chosen by the client's roots");
+                *guard = path;
+            }
+            drop(guard);
+            server.warm_up().await;
+        });
+    }
+
     async fn list_resources(
         &self,
         request: Option<PaginatedRequestParams>,
@@ -880,7 +944,8 @@ impl ServerHandler for AmanServer {
             })?,
             None => 0,
         };
-        let root = self.root();
+        let root_path = self.root_path().await;
+        let root = root_path.to_string_lossy().into_owned();
         let reply = self
             .link
             .call(|mut client| {
@@ -903,7 +968,7 @@ impl ServerHandler for AmanServer {
             .files
             .iter()
             .map(|f| {
-                Resource::new(file_uri(&self.root.join(&f.path)), f.path.clone())
+                Resource::new(file_uri(&root_path.join(&f.path)), f.path.clone())
                     .with_mime_type(mime_type(&f.language))
                     .with_size(f.size)
             })
@@ -920,7 +985,7 @@ impl ServerHandler for AmanServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        let template = format!("{}/{{path}}", file_uri(&self.root));
+        let template = format!("{}/{{path}}", file_uri(&self.root_path().await));
         Ok(ListResourceTemplatesResult::with_all_items(vec![
             ResourceTemplate::new(template, "project-file")
                 .with_title("A file of this project")
@@ -941,7 +1006,7 @@ impl ServerHandler for AmanServer {
             )));
         };
         let lookup = pb::LookupRequest {
-            root: self.root(),
+            root: self.root().await,
             path: Some(path),
             whole_file: true,
             ..Default::default()

@@ -121,6 +121,38 @@ fn typescript_sdk_client_drives_every_tool_resource_and_prompt() {
 }
 
 #[test]
+fn without_a_project_flag_the_clients_roots_choose_the_project() {
+    let env = TestEnv::new();
+    let root = env.project("rooted", &[("app/auth.py", AUTH_PY)]);
+    let elsewhere = env.path().join("home");
+    let mut command = std::process::Command::new(python());
+    env.apply(&mut command);
+    let out = command
+        .current_dir(&elsewhere)
+        .arg(client_script("py_roots.py"))
+        .arg(bin("amanmcp"))
+        .arg(&root)
+        .output()
+        .expect("run the Python SDK client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("OK"),
+        "{stdout}\n{}\ndaemon log:\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        env.daemon_log()
+    );
+    // The working directory was never indexed.
+    let (_, status) = env.status();
+    let roots: Vec<_> = status["projects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["root"].as_str())
+        .collect();
+    assert_eq!(roots, [root.to_str().unwrap()], "{status}");
+}
+
+#[test]
 fn unknown_methods_and_resources_get_their_json_rpc_errors() {
     let env = TestEnv::new();
     let root = env.project("proj", &[("auth.py", AUTH_PY)]);
