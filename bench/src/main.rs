@@ -574,6 +574,14 @@ impl Drop for ShimProcess {
     }
 }
 
+/// Peak resident memory of a process in MB (Linux `VmHWM`).
+fn peak_rss_mb(pid: u32) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
 fn shim_latencies(
     socket: &Path,
     root: &Path,
@@ -589,6 +597,7 @@ fn shim_latencies(
     }
     let mut shim = ShimProcess::spawn(socket, root)?;
     shim.initialize()?;
+    let after_init = peak_rss_mb(shim.child.id());
     let mut samples = Vec::new();
     let mut id = 1;
     for _ in 0..rounds {
@@ -605,6 +614,9 @@ fn shim_latencies(
             }
             id += 1;
         }
+    }
+    if let (Some(init), Some(end)) = (after_init, peak_rss_mb(shim.child.id())) {
+        println!("shim peak RSS:     {init:.1} MB after initialize, {end:.1} MB after the searches");
     }
     Ok((spawn_to_init, samples))
 }
