@@ -616,7 +616,9 @@ fn shim_latencies(
         }
     }
     if let (Some(init), Some(end)) = (after_init, peak_rss_mb(shim.child.id())) {
-        println!("shim peak RSS:     {init:.1} MB after initialize, {end:.1} MB after the searches");
+        println!(
+            "shim peak RSS:     {init:.1} MB after initialize, {end:.1} MB after the searches"
+        );
     }
     Ok((spawn_to_init, samples))
 }

@@ -7,4 +7,5 @@
 pub mod framing;
 pub mod link;
 pub mod mcp;
+pub mod mcp_client;
 pub mod project;

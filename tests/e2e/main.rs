@@ -5,4 +5,5 @@ mod daemon;
 mod index;
 mod lookup;
 mod mcp;
+mod mcp_client;
 mod watch;
