@@ -104,7 +104,12 @@ pub struct LexicalQuery<'a> {
     pub offset: usize,
     /// Results to return.
     pub limit: usize,
+    /// Treat `text` as a reference document: query only its most distinctive terms.
+    pub more_like_this: bool,
 }
+
+/// Terms kept from a reference document in a "more like this" query.
+const MORE_LIKE_THIS_TERMS: usize = 40;
 
 /// A scored chunk.
 #[derive(Debug, Clone)]
@@ -253,6 +258,9 @@ impl Lexical {
         if terms.iter().any(|t| !is_stopword(t)) {
             terms.retain(|t| !is_stopword(t));
         }
+        if q.more_like_this {
+            terms = self.distinctive_terms(q.text, terms);
+        }
         terms.truncate(MAX_QUERY_TERMS);
         if terms.is_empty() {
             return Ok((Vec::new(), 0));
@@ -321,6 +329,36 @@ impl Lexical {
             });
         }
         Ok((hits, total))
+    }
+}
+
+impl Lexical {
+    /// The reference's terms ranked by tf·idf in the body field; the top ones.
+    fn distinctive_terms(&self, text: &str, distinct: Vec<String>) -> Vec<String> {
+        let searcher = self.reader.searcher();
+        let n_docs = searcher.num_docs().max(1) as f32;
+        let mut counts: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
+        for token in tokenizer::tokens(text) {
+            *counts.entry(token).or_default() += 1;
+        }
+        let mut scored: Vec<(f32, String)> = distinct
+            .into_iter()
+            .filter(|t| t.len() > 1 && !t.chars().all(|c| c.is_ascii_digit()))
+            .map(|term| {
+                let df = searcher
+                    .doc_freq(&Term::from_field_text(self.fields.body, &term))
+                    .unwrap_or(0) as f32;
+                let idf = ((n_docs - df + 0.5) / (df + 0.5) + 1.0).ln();
+                let tf = counts.get(&term).copied().unwrap_or(1) as f32;
+                ((1.0 + tf.ln()) * idf, term)
+            })
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        scored
+            .into_iter()
+            .take(MORE_LIKE_THIS_TERMS)
+            .map(|(_, t)| t)
+            .collect()
     }
 }
 

@@ -291,6 +291,93 @@ pub fn lookup(
     }
 }
 
+/// What `similar` compares against.
+#[derive(Debug, Clone)]
+pub enum Reference {
+    /// The chunk of `path` containing `line`.
+    Location {
+        /// File.
+        path: String,
+        /// 1-based line.
+        line: u32,
+    },
+    /// A symbol, bare or qualified (the first match).
+    Symbol(String),
+    /// A piece of code.
+    Snippet(String),
+}
+
+/// The text of a reference, and where it is (to leave it out of the results).
+pub struct ResolvedReference {
+    /// The reference's code.
+    pub text: String,
+    /// (path, first line, last line), unless it is a snippet.
+    pub location: Option<(String, u32, u32)>,
+}
+
+/// Resolve a reference for `similar`.
+pub fn reference(
+    root: &Path,
+    store: &Store,
+    reference: &Reference,
+) -> Result<ResolvedReference, Error> {
+    match reference {
+        Reference::Snippet(text) => {
+            if text.trim().is_empty() {
+                return Err(invalid("snippet", "must not be empty"));
+            }
+            Ok(ResolvedReference {
+                text: text.clone(),
+                location: None,
+            })
+        }
+        Reference::Location { path, line } => {
+            let (real, rel) = confine(root, path)?;
+            let lines = read_lines(&real, &rel)?;
+            if *line == 0 || *line as usize > lines.len() {
+                return Err(invalid(
+                    "line",
+                    format!("{rel} has {} lines; got {line}", lines.len()),
+                ));
+            }
+            // The smallest indexed chunk containing the line, else a window around it.
+            let chunks = store.chunks_of(&rel)?;
+            let (start, end) = chunks
+                .iter()
+                .filter(|(s, e)| s <= line && line <= e)
+                .min_by_key(|(s, e)| e - s)
+                .copied()
+                .unwrap_or((
+                    line.saturating_sub(10).max(1),
+                    (line + 10).min(lines.len() as u32),
+                ));
+            let (start, end, text, _) = excerpt(&lines, start, end, MAX_LOOKUP_LINES);
+            Ok(ResolvedReference {
+                text,
+                location: Some((rel, start, end)),
+            })
+        }
+        Reference::Symbol(symbol) => {
+            let found = lookup(
+                root,
+                store,
+                &LookupParams {
+                    symbol: Some(symbol.clone()),
+                    limit: 1,
+                    ..LookupParams::default()
+                },
+            )?;
+            let first = found.into_iter().next().ok_or_else(|| {
+                invalid("symbol", format!("no symbol named {symbol:?} in the index"))
+            })?;
+            Ok(ResolvedReference {
+                text: first.code,
+                location: Some((first.path, first.start_line, first.end_line)),
+            })
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

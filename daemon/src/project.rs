@@ -555,10 +555,57 @@ impl Project {
             language: language.as_deref(),
             offset: params.offset,
             limit: params.limit,
+            more_like_this: false,
         })?;
         let total = total as u64;
         Ok(SearchOutcome {
             truncated: total > (params.offset + hits.len()) as u64,
+            hits,
+            total,
+            status: self.status(),
+        })
+    }
+
+    /// Code similar to a reference (see [`crate::lookup::reference`]), the reference excluded.
+    pub fn similar(
+        &self,
+        reference: &crate::lookup::Reference,
+        params: &SearchParams,
+    ) -> Result<SearchOutcome, Error> {
+        self.wait_for_first_commit();
+        let found = crate::lookup::reference(&self.root, &self.index.store, reference)?;
+        let paths = match params.path_glob.as_deref().filter(|g| !g.is_empty()) {
+            Some(glob) => Some(self.paths_matching(glob)?),
+            None => None,
+        };
+        let language = params
+            .language
+            .as_deref()
+            .filter(|l| !l.is_empty())
+            .map(str::to_ascii_lowercase);
+        // Fetch a few more than asked: hits overlapping the reference are dropped.
+        let (hits, total) = self.index.lexical.search(&LexicalQuery {
+            text: &found.text,
+            paths: paths.as_deref(),
+            language: language.as_deref(),
+            offset: 0,
+            limit: params.limit + 8,
+            more_like_this: true,
+        })?;
+        let overlaps = |hit: &LexicalHit| {
+            found.location.as_ref().is_some_and(|(path, start, end)| {
+                &hit.path == path && hit.start_line <= *end && *start <= hit.end_line
+            })
+        };
+        let excluded = hits.iter().filter(|h| overlaps(h)).count() as u64;
+        let total = (total as u64).saturating_sub(excluded);
+        let hits: Vec<LexicalHit> = hits
+            .into_iter()
+            .filter(|h| !overlaps(h))
+            .take(params.limit)
+            .collect();
+        Ok(SearchOutcome {
+            truncated: total > hits.len() as u64,
             hits,
             total,
             status: self.status(),
@@ -583,6 +630,7 @@ impl Project {
         {
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
+        let _guard = self.update_lock.lock().unwrap_or_else(|e| e.into_inner());
         Ok(crate::verify::verify(&self.root, &self.index, self.limits)?)
     }
 

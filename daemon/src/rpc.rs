@@ -8,7 +8,7 @@ use tokio::sync::Notify;
 use tonic::{Request, Response, Status};
 
 use crate::error::Error;
-use crate::lookup::LookupParams;
+use crate::lookup::{LookupParams, Reference};
 use crate::project::{IndexState, ProjectStatus, SearchParams};
 use crate::registry::Registry;
 
@@ -52,6 +52,28 @@ async fn blocking<T: Send + 'static>(
         .await
         .map_err(|e| Status::internal(format!("worker failed: {e}")))?
         .map_err(to_status)
+}
+
+fn search_reply(outcome: crate::project::SearchOutcome) -> pb::SearchReply {
+    pb::SearchReply {
+        results: outcome
+            .hits
+            .into_iter()
+            .map(|hit| pb::SearchHit {
+                path: hit.path,
+                start_line: hit.start_line,
+                end_line: hit.end_line,
+                language: hit.language,
+                symbol: hit.symbol,
+                kind: hit.kind,
+                score: hit.score,
+                snippet: hit.body,
+            })
+            .collect(),
+        total: outcome.total,
+        truncated: outcome.truncated,
+        index: Some(project_status_to_pb(outcome.status)),
+    }
 }
 
 /// Log one served call: what was asked, how long it took, how much came back, the outcome.
@@ -123,8 +145,11 @@ impl amanmcp_proto::Daemon for RpcService {
     ) -> Result<Response<pb::ProjectStatus>, Status> {
         let root = request.into_inner().root;
         let registry = self.registry.clone();
-        let status = blocking(move || Ok(registry.open(&root, true)?.status())).await?;
-        Ok(Response::new(project_status_to_pb(status)))
+        let started = Instant::now();
+        let call = format!("open_project root={root:?}");
+        let status = blocking(move || Ok(registry.open(&root, true)?.status())).await;
+        log_call(&call, started, status.as_ref().map(|s| s.files as usize));
+        Ok(Response::new(project_status_to_pb(status?)))
     }
 
     async fn search(
@@ -155,25 +180,7 @@ impl amanmcp_proto::Daemon for RpcService {
         .await;
         log_call(&call, started, outcome.as_ref().map(|o| o.hits.len()));
         let outcome = outcome?;
-        Ok(Response::new(pb::SearchReply {
-            results: outcome
-                .hits
-                .into_iter()
-                .map(|hit| pb::SearchHit {
-                    path: hit.path,
-                    start_line: hit.start_line,
-                    end_line: hit.end_line,
-                    language: hit.language,
-                    symbol: hit.symbol,
-                    kind: hit.kind,
-                    score: hit.score,
-                    snippet: hit.body,
-                })
-                .collect(),
-            total: outcome.total,
-            truncated: outcome.truncated,
-            index: Some(project_status_to_pb(outcome.status)),
-        }))
+        Ok(Response::new(search_reply(outcome)))
     }
 
     async fn lookup(
@@ -241,6 +248,55 @@ impl amanmcp_proto::Daemon for RpcService {
             chunks: report.chunks,
             docs: report.docs,
         }))
+    }
+
+    async fn similar(
+        &self,
+        request: Request<pb::SimilarRequest>,
+    ) -> Result<Response<pb::SearchReply>, Status> {
+        let req = request.into_inner();
+        let registry = self.registry.clone();
+        let started = Instant::now();
+        let call = format!(
+            "similar path={:?} line={:?} symbol={:?} snippet_bytes={}",
+            req.path,
+            req.line,
+            req.symbol,
+            req.snippet.as_ref().map_or(0, String::len)
+        );
+        let outcome = blocking(move || {
+            let reference = match (req.path, req.line, req.symbol, req.snippet) {
+                (Some(path), Some(line), None, None) => Reference::Location { path, line },
+                (None, None, Some(symbol), None) => Reference::Symbol(symbol),
+                (None, None, None, Some(snippet)) => Reference::Snippet(snippet),
+                _ => {
+                    return Err(crate::error::UserError::InvalidArgument {
+                        name: "reference",
+                        reason: "give exactly one of: `path` with `line`, `symbol`, or `snippet`"
+                            .into(),
+                    }
+                    .into());
+                }
+            };
+            let project = registry.open(&req.root, false)?;
+            project.similar(
+                &reference,
+                &SearchParams {
+                    query: String::new(),
+                    limit: if req.limit == 0 {
+                        DEFAULT_LIMIT
+                    } else {
+                        req.limit as usize
+                    },
+                    offset: 0,
+                    path_glob: req.path_glob,
+                    language: req.language,
+                },
+            )
+        })
+        .await;
+        log_call(&call, started, outcome.as_ref().map(|o| o.hits.len()));
+        Ok(Response::new(search_reply(outcome?)))
     }
 
     async fn reindex(

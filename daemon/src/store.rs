@@ -298,6 +298,21 @@ impl Store {
         Ok(out)
     }
 
+    /// The line ranges of `path`'s chunks.
+    pub fn chunks_of(&self, path: &str) -> Result<Vec<(u32, u32)>, IndexError> {
+        let rtxn = self.env.read_txn().map_err(|e| self.err(e))?;
+        let Some(record) = self.files.get(&rtxn, path).map_err(|e| self.err(e))? else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::with_capacity(record.chunk_ids.len());
+        for id in record.chunk_ids {
+            if let Some(chunk) = self.chunks.get(&rtxn, &id).map_err(|e| self.err(e))? {
+                out.push((chunk.start_line, chunk.end_line));
+            }
+        }
+        Ok(out)
+    }
+
     /// The symbols of `path`.
     pub fn symbols_of(&self, path: &str) -> Result<Vec<SymbolRecord>, IndexError> {
         let rtxn = self.env.read_txn().map_err(|e| self.err(e))?;

@@ -37,8 +37,9 @@ pub const DEFAULT_LOOKUP_LIMIT: u64 = 5;
 const INSTRUCTIONS: &str = "amanmcp searches this project's code locally. Use `search` to find \
 code by words, identifiers, error messages or a description of behaviour; results give \
 path:start-end line ranges and the code. Use `lookup` to read a file or line range, or to jump \
-to a definition by name (`Session.request`). Use `index-status` to see whether indexing is \
-complete. Paths are relative to the project root.";
+to a definition by name (`Session.request`). Use `similar` to find code like a given location, \
+symbol or snippet. Use `index-status` to see whether indexing is complete; `reindex` is rarely \
+needed because the index follows file changes. Paths are relative to the project root.";
 
 /// Files per `resources/list` page.
 const RESOURCE_PAGE: u32 = 200;
@@ -180,40 +181,7 @@ impl AmanServer {
                 async move { client.search(request).await.map(|r| r.into_inner()) }
             })
             .await?;
-        let index = reply.index.clone().unwrap_or_default();
-        let results: Vec<Value> = reply
-            .results
-            .iter()
-            .map(|hit| {
-                let mut item = json!({
-                    "path": hit.path,
-                    "start_line": hit.start_line,
-                    "end_line": hit.end_line,
-                    "language": hit.language,
-                    "score": hit.score,
-                    "snippet": hit.snippet,
-                });
-                if let Some(symbol) = &hit.symbol {
-                    item["symbol"] = json!(symbol);
-                }
-                if let Some(kind) = &hit.kind {
-                    item["kind"] = json!(kind);
-                }
-                item
-            })
-            .collect();
-        let notice = indexing_notice(&index);
-        let mut structured = json!({
-            "results": results,
-            "total": reply.total,
-            "truncated": reply.truncated,
-            "index": index_summary(&index),
-        });
-        if let Some(notice) = &notice {
-            structured["notice"] = json!(notice);
-        }
-        let text = render_search(&query, &reply, notice.as_deref());
-        Ok(structured_result(text, structured))
+        Ok(search_result(&format!("{query:?}"), reply))
     }
 
     async fn lookup(&self, args: &JsonObject) -> Result<CallToolResult, ToolError> {
@@ -405,6 +373,48 @@ impl AmanServer {
         Ok(structured_result(text, structured))
     }
 
+    async fn similar(&self, args: &JsonObject) -> Result<CallToolResult, ToolError> {
+        let path = optional_string(args, "path")?;
+        let line = optional_integer(args, "line", 1, u32::MAX as u64)?;
+        let symbol = optional_string(args, "symbol")?;
+        let snippet = optional_string(args, "snippet")?;
+        let limit = optional_integer(args, "limit", 1, MAX_LIMIT)?.unwrap_or(DEFAULT_LIMIT);
+        let label = match (&path, line, &symbol, &snippet) {
+            (Some(path), Some(line), None, None) => format!("code similar to {path}:{line}"),
+            (None, None, Some(symbol), None) => format!("code similar to {symbol}"),
+            (None, None, None, Some(_)) => "code similar to the snippet".to_string(),
+            (Some(_), None, None, None) => {
+                return Err(ToolError::Argument(
+                    "argument `line` is required with `path` (the line of the code to compare)"
+                        .into(),
+                ));
+            }
+            _ => {
+                return Err(ToolError::Argument(
+                    "give exactly one reference: `path` with `line`, `symbol`, or `snippet`".into(),
+                ));
+            }
+        };
+        let request = pb::SimilarRequest {
+            root: self.root().await,
+            path,
+            line: line.map(|n| n as u32),
+            symbol,
+            snippet,
+            limit: limit as u32,
+            path_glob: optional_string(args, "in_path")?,
+            language: optional_string(args, "language")?,
+        };
+        let reply = self
+            .link
+            .call(|mut client| {
+                let request = request.clone();
+                async move { client.similar(request).await.map(|r| r.into_inner()) }
+            })
+            .await?;
+        Ok(search_result(&label, reply))
+    }
+
     async fn index_status(&self) -> Result<CallToolResult, ToolError> {
         let status = self.link.open_project(&self.root().await).await?;
         let mut structured = index_summary(&status);
@@ -457,6 +467,44 @@ impl AmanServer {
         }
         Ok(structured_result(text, structured))
     }
+}
+
+/// Render a search-shaped reply as readable text plus `structuredContent`.
+fn search_result(label: &str, reply: pb::SearchReply) -> CallToolResult {
+    let index = reply.index.clone().unwrap_or_default();
+    let results: Vec<Value> = reply
+        .results
+        .iter()
+        .map(|hit| {
+            let mut item = json!({
+                "path": hit.path,
+                "start_line": hit.start_line,
+                "end_line": hit.end_line,
+                "language": hit.language,
+                "score": hit.score,
+                "snippet": hit.snippet,
+            });
+            if let Some(symbol) = &hit.symbol {
+                item["symbol"] = json!(symbol);
+            }
+            if let Some(kind) = &hit.kind {
+                item["kind"] = json!(kind);
+            }
+            item
+        })
+        .collect();
+    let notice = indexing_notice(&index);
+    let mut structured = json!({
+        "results": results,
+        "total": reply.total,
+        "truncated": reply.truncated,
+        "index": index_summary(&index),
+    });
+    if let Some(notice) = &notice {
+        structured["notice"] = json!(notice);
+    }
+    let text = render_search(label, &reply, notice.as_deref());
+    structured_result(text, structured)
 }
 
 /// A tool call that failed in a way the model should see.
@@ -578,11 +626,11 @@ fn render_search(query: &str, reply: &pb::SearchReply, notice: Option<&str>) -> 
         out.push_str("\n\n");
     }
     if reply.results.is_empty() {
-        out.push_str(&format!("No results for {query:?}."));
+        out.push_str(&format!("No results for {query}."));
         return out;
     }
     out.push_str(&format!(
-        "{} of {} results for {query:?}:\n",
+        "{} of {} results for {query}:\n",
         reply.results.len(),
         reply.total
     ));
@@ -771,6 +819,25 @@ pub fn tools() -> Vec<Tool> {
             schema(search_input),
         )
         .with_title("Search code")
+        .with_raw_output_schema(schema(search_output.clone()))
+        .with_annotations(read_only.clone()),
+        Tool::new(
+            "similar",
+            "Find code similar to a reference, the reference itself excluded: a location (`path` + `line`), a `symbol` (e.g. `Session.request`), or a code `snippet`. Useful for finding duplicated logic, other implementations of a pattern, or code to update together.",
+            schema(json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "File of the reference code, relative to the project root (with `line`)."},
+                    "line": {"type": "integer", "minimum": 1, "description": "A line inside the reference code (1-based; with `path`)."},
+                    "symbol": {"type": "string", "description": "A symbol whose definition is the reference, bare or qualified."},
+                    "snippet": {"type": "string", "description": "A piece of code to compare against."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT, "description": "Maximum number of results (1-100, default 10)."},
+                    "in_path": {"type": "string", "description": "Only files whose path matches this glob, e.g. `src/**/*.rs`."},
+                    "language": {"type": "string", "description": "Only files of this language, e.g. `rust`, `python`."}
+                }
+            })),
+        )
+        .with_title("Find similar code")
         .with_raw_output_schema(schema(search_output))
         .with_annotations(read_only.clone()),
         Tool::new(
@@ -855,11 +922,12 @@ impl ServerHandler for AmanServer {
             "search" => self.search(&args).await,
             "lookup" => self.lookup(&args).await,
             "reindex" => self.reindex(&args, &context).await,
+            "similar" => self.similar(&args).await,
             "index-status" => self.index_status().await,
             other => {
                 return Err(McpError::invalid_params(
                     format!(
-                        "unknown tool `{other}`; available: search, lookup, reindex, index-status"
+                        "unknown tool `{other}`; available: search, lookup, similar, reindex, index-status"
                     ),
                     None,
                 ));

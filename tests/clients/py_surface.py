@@ -51,7 +51,7 @@ async def main(shim, project):
             check("instructions" in init and "lookup" in init["instructions"], "instructions", init)
 
             tools = {t["name"]: t for t in dump(await session.list_tools())["tools"]}
-            check({"search", "lookup", "reindex", "index-status"} <= set(tools), "tools", sorted(tools))
+            check({"search", "lookup", "similar", "reindex", "index-status"} <= set(tools), "tools", sorted(tools))
             for name, tool in tools.items():
                 for prop, schema in tool["inputSchema"].get("properties", {}).items():
                     check("description" in schema and "type" in schema, f"{name}.{prop} documented", schema)
@@ -79,6 +79,10 @@ async def main(shim, project):
             found = dump(await session.call_tool("search", {"query": "zfreshtoken"}))
             paths = [h["path"] for h in found["structuredContent"]["results"]]
             check(paths == ["fresh_module.py"], "reindexed path is searchable", found)
+            similar = dump(await session.call_tool("similar", {"path": "pkg/m1.py", "line": 1, "limit": 5}))
+            check(not similar.get("isError"), "similar", similar)
+            sim_paths = [h["path"] for h in similar["structuredContent"]["results"]]
+            check(sim_paths and "pkg/m1.py" not in sim_paths, "similar excludes its reference", sim_paths)
             bad = dump(await session.call_tool("reindex", {"path": "../elsewhere"}))
             check(bad.get("isError") is True and "path" in bad["content"][0]["text"], "reindex refuses ..", bad)
 

@@ -31,7 +31,7 @@ check(caps.tools && caps.resources && caps.prompts && caps.logging, 'capabilitie
 check(client.getServerVersion().name === 'amanmcp', 'server info', client.getServerVersion());
 
 const tools = (await client.listTools()).tools;
-check(['search', 'lookup', 'reindex', 'index-status'].every(n => tools.some(t => t.name === n)), 'tools/list', tools.map(t => t.name));
+check(['search', 'lookup', 'similar', 'reindex', 'index-status'].every(n => tools.some(t => t.name === n)), 'tools/list', tools.map(t => t.name));
 
 // search (the SDK validates structuredContent against outputSchema)
 let hit;
@@ -45,6 +45,9 @@ check(hit && hit.start_line <= 6 && 6 <= hit.end_line, 'search finds the functio
 
 const found = await client.callTool({ name: 'lookup', arguments: { symbol: 'verify_password' } });
 check(!found.isError && found.structuredContent.matches[0].kind === 'function', 'lookup by symbol', found);
+
+const similar = await client.callTool({ name: 'similar', arguments: { snippet: 'digest = hashlib.pbkdf2_hmac("sha256", candidate, user.salt, 1)' } });
+check(!similar.isError && similar.structuredContent.results.some(h => h.path === 'app/auth.py'), 'similar by snippet', similar);
 
 const bad = await client.callTool({ name: 'search', arguments: { query: 'x', limit: 'many' } });
 check(bad.isError === true && bad.content[0].text.includes('limit'), 'invalid argument is a tool error', bad);

@@ -85,6 +85,8 @@ fn incremental_updates_touch_only_what_changed_and_leave_no_trace() {
             ),
         ],
     );
+    // This test is about reconcile passes: no file watcher may apply the edits first.
+    let mut daemon = env.start_daemon_with(&[("AMANMCP_WATCH", "0")]);
     let (ok, text) = amanctl(&env, &["index"], &root);
     assert!(ok, "{text}");
     assert_eq!(project_status(&env)["last_pass_changed"], 4);
@@ -146,6 +148,8 @@ fn incremental_updates_touch_only_what_changed_and_leave_no_trace() {
         (Some(0), Some(0))
     );
     verify_ok(&env, &root, "after a touch");
+    daemon.kill().unwrap();
+    daemon.wait().unwrap();
 }
 
 fn python_module(i: usize, version: usize) -> String {

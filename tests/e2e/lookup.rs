@@ -184,3 +184,77 @@ fn search_ranks_the_definition_of_a_symbol_first() {
     assert_eq!(first["symbol"], "Runtime::block_on", "{result}");
     assert_eq!(first["kind"], "method", "{result}");
 }
+
+const CONFIGS_PY: &str = r#"import json
+
+
+def parse_user_config(path):
+    with open(path) as handle:
+        raw = json.load(handle)
+    retries = int(raw.get("retries", 3))
+    timeout_seconds = float(raw.get("timeout_seconds", 2.5))
+    return {"retries": retries, "timeout_seconds": timeout_seconds}
+
+
+def render_banner(title):
+    width = len(title) + 4
+    return "*" * width + "\n* " + title + " *\n" + "*" * width
+"#;
+
+const TEAM_PY: &str = r#"import json
+
+
+def parse_team_config(path):
+    with open(path) as handle:
+        raw = json.load(handle)
+    retries = int(raw.get("retries", 5))
+    timeout_seconds = float(raw.get("timeout_seconds", 9.0))
+    return {"retries": retries, "timeout_seconds": timeout_seconds, "team": True}
+"#;
+
+#[test]
+fn similar_finds_code_like_a_location_a_symbol_or_a_snippet_but_not_itself() {
+    let env = TestEnv::new();
+    let root = env.project(
+        "proj",
+        &[("app/config.py", CONFIGS_PY), ("team/settings.py", TEAM_PY)],
+    );
+    let mut shim = Shim::start(&env, &root);
+    shim.initialize();
+    shim.search_until("parse_team_config", "team/settings.py");
+
+    for args in [
+        json!({"symbol": "parse_user_config"}),
+        json!({"path": "app/config.py", "line": 7}),
+        json!({"snippet": "retries = int(raw.get(\"retries\", 1))\ntimeout_seconds = float(raw.get(\"timeout_seconds\", 1))"}),
+    ] {
+        let reply = shim.call_tool("similar", args.clone());
+        let result = &reply["result"];
+        assert_ne!(result["isError"], json!(true), "{args} -> {reply}");
+        let hits = result["structuredContent"]["results"].as_array().unwrap();
+        assert_eq!(hits[0]["symbol"], "parse_team_config", "{args} -> {reply}");
+        if args.get("snippet").is_none() {
+            // The reference itself is never among the results.
+            assert!(
+                hits.iter().all(|h| h["symbol"] != "parse_user_config"),
+                "{args} -> {reply}"
+            );
+        }
+    }
+    for (args, needle) in [
+        (json!({}), "exactly one reference"),
+        (json!({"path": "app/config.py"}), "line"),
+        (
+            json!({"symbol": "a", "snippet": "b"}),
+            "exactly one reference",
+        ),
+        (json!({"symbol": "no_such_symbol"}), "no symbol named"),
+        (json!({"path": "../x.py", "line": 1}), "leaves the project"),
+        (json!({"path": "app/config.py", "line": 999}), "line"),
+    ] {
+        let reply = shim.call_tool("similar", args.clone());
+        assert_eq!(reply["result"]["isError"], json!(true), "{args} -> {reply}");
+        let text = reply["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains(needle), "{args} -> {text}");
+    }
+}

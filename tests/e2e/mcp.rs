@@ -153,6 +153,41 @@ fn without_a_project_flag_the_clients_roots_choose_the_project() {
 }
 
 #[test]
+fn protocol_versions_are_negotiated() {
+    let env = TestEnv::new();
+    let root = env.project("proj", &[("auth.py", AUTH_PY)]);
+    for (asked, answered) in [
+        ("2024-11-05", "2024-11-05"),
+        ("2025-03-26", "2025-03-26"),
+        ("2025-06-18", "2025-06-18"),
+        ("2025-11-25", "2025-11-25"),
+        ("1999-01-01", "2025-11-25"),
+    ] {
+        let mut shim = Shim::start(&env, &root);
+        let reply = shim.request(
+            "initialize",
+            json!({"protocolVersion": asked, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
+        );
+        let version = reply["result"]["protocolVersion"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        if asked == "1999-01-01" {
+            assert!(
+                version.as_str() >= answered,
+                "unknown version {asked} -> {reply}"
+            );
+        } else {
+            assert_eq!(version, answered, "{reply}");
+        }
+        let caps = &reply["result"]["capabilities"];
+        for cap in ["tools", "resources", "prompts", "logging"] {
+            assert!(caps[cap].is_object(), "{cap} must be an object: {reply}");
+        }
+    }
+}
+
+#[test]
 fn unknown_methods_and_resources_get_their_json_rpc_errors() {
     let env = TestEnv::new();
     let root = env.project("proj", &[("auth.py", AUTH_PY)]);

@@ -142,8 +142,14 @@ impl TestEnv {
 
     /// Start `amanmcpd` directly (not through a shim) and wait until it answers.
     pub fn start_daemon(&self) -> Child {
+        self.start_daemon_with(&[])
+    }
+
+    /// Like [`TestEnv::start_daemon`], with extra environment variables.
+    pub fn start_daemon_with(&self, vars: &[(&str, &str)]) -> Child {
         let child = self
             .command("amanmcpd")
+            .envs(vars.iter().copied())
             .stderr(Stdio::null())
             .spawn()
             .expect("start amanmcpd");
