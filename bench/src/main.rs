@@ -43,6 +43,16 @@ enum BenchCommand {
         #[arg(long)]
         in_place: bool,
     },
+    /// CoSQA retrieval quality: 500 web queries over 6,267 Python functions (one file each),
+    /// through the real daemon. Prints MRR and Recall@1/5/10; fails below `--min-mrr`.
+    Cosqa {
+        /// The `cosqa` folder of the shared eval data.
+        #[arg(long, default_value = "../shared/eval/cosqa")]
+        eval: PathBuf,
+        /// Exit non-zero if MRR falls below this (a regression guard).
+        #[arg(long)]
+        min_mrr: Option<f64>,
+    },
     /// Freshness through the file watcher on a copy of DIR: a saved file until searchable
     /// (p50/p95 over many edits), and a 2,000-file storm until settled.
     Freshness {
@@ -99,6 +109,10 @@ fn main() -> anyhow::Result<()> {
             }
             let runtime = tokio::runtime::Runtime::new()?;
             runtime.block_on(bench_index(&dir, rounds, &list, in_place))
+        }
+        BenchCommand::Cosqa { eval, min_mrr } => {
+            let runtime = tokio::runtime::Runtime::new()?;
+            runtime.block_on(bench_cosqa(&eval, min_mrr))
         }
         BenchCommand::Freshness { dir, edits } => {
             let runtime = tokio::runtime::Runtime::new()?;
@@ -393,6 +407,82 @@ async fn bench_index(
         hits as f64 / (rounds * queries.len()).max(1) as f64
     );
     drop(daemon);
+    Ok(())
+}
+
+async fn bench_cosqa(eval: &Path, min_mrr: Option<f64>) -> anyhow::Result<()> {
+    let map_text = std::fs::read_to_string(eval.join("code_idx_map.txt"))
+        .with_context(|| format!("reading {}", eval.join("code_idx_map.txt").display()))?;
+    let code_map: serde_json::Map<String, Value> = serde_json::from_str(&map_text)?;
+    let queries: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(
+        eval.join("cosqa-retrieval-dev-500.json"),
+    )?)?;
+    let corpus = tempfile::Builder::new()
+        .prefix("amanmcp-cosqa-")
+        .tempdir_in("/tmp")?;
+    for (code, idx) in &code_map {
+        let idx = idx.as_u64().context("code index")?;
+        std::fs::write(corpus.path().join(format!("f{idx:05}.py")), code)?;
+    }
+    let root = corpus.path().canonicalize()?.to_string_lossy().into_owned();
+    let (daemon, mut client) = start_daemon().await?;
+    let started = Instant::now();
+    client
+        .open_project(pb::OpenProjectRequest { root: root.clone() })
+        .await?;
+    let status = wait_for_pass(&mut client, &root, 1).await?;
+    println!(
+        "cosqa: {} functions indexed ({} chunks) in {:.1} s; {} queries",
+        status.files,
+        status.chunks,
+        started.elapsed().as_secs_f64(),
+        queries.len()
+    );
+    let (mut rr, mut r1, mut r5, mut r10) = (0.0, 0.0, 0.0, 0.0);
+    let mut latencies = Vec::new();
+    for query in &queries {
+        let text = query["doc"].as_str().context("doc")?;
+        let want = query["retrieval_idx"].as_u64().context("retrieval_idx")?;
+        let want_path = format!("f{want:05}.py");
+        let t = Instant::now();
+        let reply = client
+            .search(pb::SearchRequest {
+                root: root.clone(),
+                query: text.to_string(),
+                limit: 100,
+                ..Default::default()
+            })
+            .await?
+            .into_inner();
+        latencies.push(t.elapsed().as_secs_f64() * 1e3);
+        let mut files: Vec<&str> = Vec::new();
+        for hit in &reply.results {
+            if !files.contains(&hit.path.as_str()) {
+                files.push(&hit.path);
+            }
+        }
+        if let Some(rank) = files.iter().position(|p| *p == want_path) {
+            rr += 1.0 / (rank + 1) as f64;
+            r1 += f64::from(rank < 1);
+            r5 += f64::from(rank < 5);
+            r10 += f64::from(rank < 10);
+        }
+    }
+    let n = queries.len().max(1) as f64;
+    let mrr = rr / n;
+    println!(
+        "cosqa lexical: MRR {mrr:.3}  R@1 {:.3}  R@5 {:.3}  R@10 {:.3}  (search {})",
+        r1 / n,
+        r5 / n,
+        r10 / n,
+        summary(latencies)
+    );
+    drop(daemon);
+    if let Some(floor) = min_mrr
+        && mrr < floor
+    {
+        bail!("MRR {mrr:.3} is below the floor {floor:.3}");
+    }
     Ok(())
 }
 

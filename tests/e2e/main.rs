@@ -6,4 +6,5 @@ mod index;
 mod lookup;
 mod mcp;
 mod mcp_client;
+mod quality;
 mod watch;
