@@ -173,7 +173,8 @@ impl Lexical {
 
     /// A writer; only the project's writer thread holds one.
     pub fn writer(&self) -> Result<IndexWriter, IndexError> {
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(2));
+        // Half the cores: the parsing pool needs the rest during a cold pass.
+        let threads = std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).clamp(1, 4));
         self.index
             .writer_with_num_threads(threads, WRITER_HEAP_BYTES)
             .map_err(|e| self.err(e))

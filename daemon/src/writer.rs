@@ -25,6 +25,9 @@ use crate::syntax::Symbol;
 
 /// Staged changes are committed at least this often while updates flow.
 pub const COMMIT_INTERVAL: Duration = Duration::from_millis(700);
+/// While updates keep flowing without pause (a cold pass), the interval doubles up to this:
+/// fewer commits mean fewer tantivy segments to merge. It resets once the stream pauses.
+pub const MAX_COMMIT_INTERVAL: Duration = Duration::from_secs(5);
 /// Staged changes are committed once this many files are waiting.
 pub const MAX_STAGED_FILES: usize = 2000;
 
@@ -106,6 +109,7 @@ pub fn spawn(
                 staged: Vec::new(),
                 lexical_paths: HashSet::new(),
                 first_staged: None,
+                interval: COMMIT_INTERVAL,
             }
             .run(rx)
         })
@@ -131,6 +135,8 @@ struct Writer {
     staged: Vec<Staged>,
     lexical_paths: HashSet<String>,
     first_staged: Option<Instant>,
+    /// The current commit interval (see [`MAX_COMMIT_INTERVAL`]).
+    interval: Duration,
 }
 
 impl Writer {
@@ -138,10 +144,11 @@ impl Writer {
         loop {
             let op = match self.first_staged {
                 None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
-                Some(first) => rx.recv_timeout(COMMIT_INTERVAL.saturating_sub(first.elapsed())),
+                Some(first) => rx.recv_timeout(self.interval.saturating_sub(first.elapsed())),
             };
             match op {
                 Ok(WriteOp::Flush(ack)) => {
+                    self.interval = COMMIT_INTERVAL;
                     let outcome = self.commit().map_err(|e| e.to_string());
                     let _ = ack.send(outcome);
                 }
@@ -153,12 +160,16 @@ impl Writer {
                     // only when the channel goes quiet.
                     let due = self
                         .first_staged
-                        .is_some_and(|first| first.elapsed() >= COMMIT_INTERVAL);
+                        .is_some_and(|first| first.elapsed() >= self.interval);
                     if due || self.staged.len() >= MAX_STAGED_FILES {
                         self.commit_or_fail();
+                        self.interval = (self.interval * 2).min(MAX_COMMIT_INTERVAL);
                     }
                 }
-                Err(RecvTimeoutError::Timeout) => self.commit_or_fail(),
+                Err(RecvTimeoutError::Timeout) => {
+                    self.interval = COMMIT_INTERVAL;
+                    self.commit_or_fail();
+                }
                 Err(RecvTimeoutError::Disconnected) => {
                     self.commit_or_fail();
                     return;
