@@ -166,21 +166,30 @@ impl Client {
         Some((implementation.name.clone(), implementation.version.clone()))
     }
 
+    /// Await one request within the client's timeout, naming the server in any error.
+    async fn request<T>(
+        &self,
+        what: &'static str,
+        request: impl Future<Output = Result<T, rmcp::ServiceError>>,
+    ) -> Result<T, ClientError> {
+        tokio::time::timeout(self.timeout, request)
+            .await
+            .map_err(|_| ClientError::Timeout {
+                server: self.name.clone(),
+                what,
+                seconds: self.timeout.as_secs(),
+            })?
+            .map_err(|e| ClientError::Rpc {
+                server: self.name.clone(),
+                message: e.to_string(),
+            })
+    }
+
     /// The server's tools (every page), fetched once and cached.
     pub async fn tools(&mut self) -> Result<&[Tool], ClientError> {
         if self.tools.is_none() {
             let service = self.service()?;
-            let tools = tokio::time::timeout(self.timeout, service.list_all_tools())
-                .await
-                .map_err(|_| ClientError::Timeout {
-                    server: self.name.clone(),
-                    what: "tools/list",
-                    seconds: self.timeout.as_secs(),
-                })?
-                .map_err(|e| ClientError::Rpc {
-                    server: self.name.clone(),
-                    message: e.to_string(),
-                })?;
+            let tools = self.request("tools/list", service.list_all_tools()).await?;
             self.tools = Some(tools);
         }
         Ok(self.tools.as_deref().unwrap_or_default())
@@ -195,17 +204,9 @@ impl Client {
         let service = self.service()?;
         let mut params = CallToolRequestParams::new(tool.to_string());
         params.arguments = Some(arguments);
-        let result = tokio::time::timeout(self.timeout, service.call_tool(params))
-            .await
-            .map_err(|_| ClientError::Timeout {
-                server: self.name.clone(),
-                what: "tools/call",
-                seconds: self.timeout.as_secs(),
-            })?
-            .map_err(|e| ClientError::Rpc {
-                server: self.name.clone(),
-                message: e.to_string(),
-            })?;
+        let result = self
+            .request("tools/call", service.call_tool(params))
+            .await?;
         if result.is_error == Some(true) {
             return Err(ClientError::Tool {
                 server: self.name.clone(),

@@ -3,7 +3,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 
-use amanmcp_tests::{Shim, TestEnv, bin, client_script, node, python};
+use amanmcp_tests::{Shim, TestEnv, node, python};
 use serde_json::json;
 
 const AUTH_PY: &str = r#"import hashlib
@@ -32,21 +32,12 @@ fn python_sdk_client_finds_a_function_by_a_word_from_its_body() {
             ("README.md", "# demo\n"),
         ],
     );
-    let mut command = std::process::Command::new(python());
-    env.apply(&mut command);
-    let out = command
-        .arg(client_script("py_search.py"))
-        .arg(bin("amanmcp"))
-        .arg(&root)
-        .args(["pbkdf2_hmac", "app/auth.py", "6"])
-        .output()
-        .expect("run the Python SDK client");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("OK"),
-        "Python SDK client failed:\n{stdout}\n{}\ndaemon log:\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        env.daemon_log()
+    env.run_client(
+        &python(),
+        "py_search.py",
+        &root,
+        &["pbkdf2_hmac", "app/auth.py", "6"],
+        None,
     );
     // amanctl shows the project the client used.
     let (running, status) = env.status();
@@ -79,21 +70,7 @@ fn python_sdk_client_uses_resources_prompts_logging_and_reindex() {
         .collect();
     let root = env.project("surface", &files);
     std::fs::write(env.path().join("projects/outside.txt"), "not yours").unwrap();
-    let mut command = std::process::Command::new(python());
-    env.apply(&mut command);
-    let out = command
-        .arg(client_script("py_surface.py"))
-        .arg(bin("amanmcp"))
-        .arg(&root)
-        .output()
-        .expect("run the Python SDK client");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("OK"),
-        "Python SDK client failed:\n{stdout}\n{}\ndaemon log:\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        env.daemon_log()
-    );
+    env.run_client(&python(), "py_surface.py", &root, &[], None);
 }
 
 #[test]
@@ -103,21 +80,7 @@ fn typescript_sdk_client_drives_every_tool_resource_and_prompt() {
         "tsproj",
         &[("app/auth.py", AUTH_PY), ("src/lib.rs", LIB_RS)],
     );
-    let mut command = std::process::Command::new(node());
-    env.apply(&mut command);
-    let out = command
-        .arg(client_script("ts_surface.mjs"))
-        .arg(bin("amanmcp"))
-        .arg(&root)
-        .output()
-        .expect("run the TypeScript SDK client");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("OK"),
-        "TypeScript SDK client failed:\n{stdout}\n{}\ndaemon log:\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        env.daemon_log()
-    );
+    env.run_client(&node(), "ts_surface.mjs", &root, &[], None);
 }
 
 #[test]
@@ -125,22 +88,7 @@ fn without_a_project_flag_the_clients_roots_choose_the_project() {
     let env = TestEnv::new();
     let root = env.project("rooted", &[("app/auth.py", AUTH_PY)]);
     let elsewhere = env.path().join("home");
-    let mut command = std::process::Command::new(python());
-    env.apply(&mut command);
-    let out = command
-        .current_dir(&elsewhere)
-        .arg(client_script("py_roots.py"))
-        .arg(bin("amanmcp"))
-        .arg(&root)
-        .output()
-        .expect("run the Python SDK client");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("OK"),
-        "{stdout}\n{}\ndaemon log:\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        env.daemon_log()
-    );
+    env.run_client(&python(), "py_roots.py", &root, &[], Some(&elsewhere));
     // The working directory was never indexed.
     let (_, status) = env.status();
     let roots: Vec<_> = status["projects"]

@@ -173,6 +173,38 @@ impl TestEnv {
         });
     }
 
+    /// Run an official-SDK client script as `INTERPRETER SCRIPT <amanmcp> ROOT EXTRA...` in this
+    /// environment (from `cwd` if given). Panics with its output and the daemon log unless it
+    /// exits 0 after printing `OK`.
+    pub fn run_client(
+        &self,
+        interpreter: &Path,
+        script: &str,
+        root: &Path,
+        extra: &[&str],
+        cwd: Option<&Path>,
+    ) {
+        let mut command = Command::new(interpreter);
+        self.apply(&mut command);
+        if let Some(cwd) = cwd {
+            command.current_dir(cwd);
+        }
+        let out = command
+            .arg(client_script(script))
+            .arg(bin("amanmcp"))
+            .arg(root)
+            .args(extra)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {script}: {e}"));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.lines().any(|line| line == "OK"),
+            "{script} failed:\n{stdout}\n{}\ndaemon log:\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            self.daemon_log()
+        );
+    }
+
     /// The daemon log, for failure messages.
     pub fn daemon_log(&self) -> String {
         std::fs::read_to_string(self.data_dir().join("amanmcpd.log")).unwrap_or_default()
