@@ -153,7 +153,10 @@ async fn start_daemon() -> anyhow::Result<(Daemon, DaemonClient<Channel>)> {
         .arg(&socket)
         .arg("--data-dir")
         .arg(dir.path().join("data"))
-        .env("AMANMCP_LOG", "warn")
+        .env(
+            "AMANMCP_LOG",
+            std::env::var("AMANMCP_LOG").unwrap_or_else(|_| "warn".into()),
+        )
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .spawn()?;

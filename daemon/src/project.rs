@@ -284,6 +284,7 @@ impl Project {
         let index = Arc::new(index);
         let (writer, writer_thread) = writer::spawn(index.clone())?;
         let (changes_tx, changes_rx) = std::sync::mpsc::channel::<Vec<PathBuf>>();
+        let project_root = root.clone();
         let project = Arc::new(Project {
             root,
             index,
@@ -293,7 +294,7 @@ impl Project {
             pass_running: AtomicBool::new(false),
             pass_requested: AtomicBool::new(false),
             update_lock: Mutex::new(()),
-            watch: ProjectWatch::start(watch_config, changes_tx),
+            watch: ProjectWatch::start(watch_config, project_root, changes_tx),
             poller_started: AtomicBool::new(false),
             last_used_ms: AtomicU64::new(now_ms()),
         });
@@ -343,6 +344,11 @@ impl Project {
             let Ok(rel) = path.strip_prefix(&self.root) else {
                 continue;
             };
+            // The watcher sends the root itself when the OS dropped events: re-check all.
+            if rel.as_os_str().is_empty() {
+                full = true;
+                break;
+            }
             let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
             if crate::scan::IGNORE_FILES.contains(&name) {
                 full = true;
@@ -373,6 +379,7 @@ impl Project {
             return;
         }
         let _guard = self.update_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let started = std::time::Instant::now();
         let mut walked = std::collections::HashMap::new();
         let scopes: Vec<crate::indexer::DirScope> = scopes
             .into_iter()
@@ -396,7 +403,13 @@ impl Project {
             &scopes,
             &mut |dir| watch.watch_dir(dir),
         ) {
-            Ok(stats) => tracing::debug!(?stats, scopes = scopes.len(), "applied file events"),
+            Ok(stats) => tracing::debug!(
+                ?stats,
+                paths = paths.len(),
+                scopes = scopes.len(),
+                ms = started.elapsed().as_secs_f64() * 1e3,
+                "applied file events"
+            ),
             Err(message) => self.index.progress.set_error(message),
         }
         self.index.refresh_counts();

@@ -13,10 +13,11 @@ use std::sync::mpsc::Sender;
 use std::time::Duration;
 
 use notify::RecursiveMode;
+use notify::event::{AccessKind, AccessMode, EventKind, MetadataKind, ModifyKind};
 use notify_debouncer_full::{DebounceEventResult, Debouncer, RecommendedCache, new_debouncer};
 
 /// Events closer together than this are handled as one batch.
-pub const DEBOUNCE: Duration = Duration::from_millis(50);
+pub const DEBOUNCE: Duration = Duration::from_millis(20);
 
 /// Watch settings.
 #[derive(Debug, Clone, Copy)]
@@ -79,8 +80,13 @@ pub struct ProjectWatch {
 }
 
 impl ProjectWatch {
-    /// Start watching; batches of changed paths go to `changes`.
-    pub fn start(config: WatchConfig, changes: Sender<Vec<PathBuf>>) -> ProjectWatch {
+    /// Start watching; batches of changed paths go to `changes`. A batch holding `root`
+    /// itself asks for a full pass (the OS dropped events).
+    pub fn start(
+        config: WatchConfig,
+        root: PathBuf,
+        changes: Sender<Vec<PathBuf>>,
+    ) -> ProjectWatch {
         let watch = ProjectWatch {
             debouncer: Mutex::new(None),
             watched: Mutex::new(HashSet::new()),
@@ -94,6 +100,22 @@ impl ProjectWatch {
             Ok(events) => {
                 let mut paths: Vec<PathBuf> = Vec::new();
                 for event in events {
+                    if event.need_rescan() {
+                        paths.push(root.clone());
+                        continue;
+                    }
+                    // Opening or reading a file changes nothing, and the indexer's own reads
+                    // would otherwise come back as a batch of every file it just indexed.
+                    // A close after writing is kept: it is the earliest sign a save is done.
+                    let read_only = match event.kind {
+                        EventKind::Access(AccessKind::Close(AccessMode::Write)) => false,
+                        EventKind::Access(_) => true,
+                        EventKind::Modify(ModifyKind::Metadata(MetadataKind::AccessTime)) => true,
+                        _ => false,
+                    };
+                    if read_only {
+                        continue;
+                    }
                     paths.extend(event.event.paths.iter().cloned());
                 }
                 if !paths.is_empty() {
