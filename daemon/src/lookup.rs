@@ -70,8 +70,9 @@ fn invalid(name: &'static str, reason: impl Into<String>) -> Error {
     .into()
 }
 
-/// Resolve `path` inside `root` (canonical). Returns the real path and the relative path.
-pub fn confine(root: &Path, path: &str) -> Result<(PathBuf, String), Error> {
+/// `path` as a path relative to `root`, checked lexically: not empty, no NUL, an absolute path
+/// only inside the root, no `..`. Nothing is read from disk (the path may not exist).
+pub fn relative_inside<'p>(root: &Path, path: &'p str) -> Result<&'p Path, Error> {
     if path.trim().is_empty() {
         return Err(invalid("path", "must not be empty"));
     }
@@ -100,6 +101,12 @@ pub fn confine(root: &Path, path: &str) -> Result<(PathBuf, String), Error> {
             format!("{path} leaves the project (`..` is not allowed)"),
         ));
     }
+    Ok(relative)
+}
+
+/// Resolve `path` inside `root` (canonical). Returns the real path and the relative path.
+pub fn confine(root: &Path, path: &str) -> Result<(PathBuf, String), Error> {
+    let relative = relative_inside(root, path)?;
     let joined = root.join(relative);
     let real = joined.canonicalize().map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => {

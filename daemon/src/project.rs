@@ -341,11 +341,8 @@ impl Project {
         let mut scopes: std::collections::BTreeMap<String, bool> =
             std::collections::BTreeMap::new();
         for path in &paths {
-            let Ok(rel) = path.strip_prefix(&self.root) else {
-                continue;
-            };
             // The watcher sends the root itself when the OS dropped events: re-check all.
-            if rel.as_os_str().is_empty() {
+            if path == &self.root {
                 full = true;
                 break;
             }
@@ -354,10 +351,8 @@ impl Project {
                 full = true;
                 break;
             }
+            // Not UTF-8: never indexed, nothing to re-check.
             let Some(rel) = crate::scan::relative_path(&self.root, path) else {
-                if rel.as_os_str().is_empty() {
-                    scopes.insert(String::new(), false);
-                }
                 continue;
             };
             let parent = rel.rsplit_once('/').map_or("", |(p, _)| p).to_string();
@@ -410,9 +405,9 @@ impl Project {
                 ms = started.elapsed().as_secs_f64() * 1e3,
                 "applied file events"
             ),
+            // Counts are refreshed by the writer's commit (there is none when nothing changed).
             Err(message) => self.index.progress.set_error(message),
         }
-        self.index.refresh_counts();
         drop(_guard);
         self.ensure_poller();
     }
@@ -548,20 +543,8 @@ impl Project {
             }
             .into());
         }
-        if params.limit == 0 || params.limit > MAX_LIMIT {
-            return Err(UserError::InvalidArgument {
-                name: "limit",
-                reason: format!("must be between 1 and {MAX_LIMIT}, got {}", params.limit),
-            }
-            .into());
-        }
         self.wait_for_first_commit();
-        let paths = match params.path_glob.as_deref().filter(|g| !g.is_empty()) {
-            Some(glob) => Some(self.paths_matching(glob)?),
-            None => None,
-        };
-        let language = params.language.as_deref().filter(|l| !l.is_empty());
-        let language = language.map(str::to_ascii_lowercase);
+        let (paths, language) = self.filters(params)?;
         let (hits, total) = self.index.lexical.search(&LexicalQuery {
             text: &params.query,
             paths: paths.as_deref(),
@@ -579,14 +562,19 @@ impl Project {
         })
     }
 
-    /// Code similar to a reference (see [`crate::lookup::reference`]), the reference excluded.
-    pub fn similar(
+    /// The page size, path filter (the glob expanded to indexed paths) and language filter
+    /// shared by every search-shaped request, validated.
+    fn filters(
         &self,
-        reference: &crate::lookup::Reference,
         params: &SearchParams,
-    ) -> Result<SearchOutcome, Error> {
-        self.wait_for_first_commit();
-        let found = crate::lookup::reference(&self.root, &self.index.store, reference)?;
+    ) -> Result<(Option<Vec<String>>, Option<String>), Error> {
+        if params.limit == 0 || params.limit > MAX_LIMIT {
+            return Err(UserError::InvalidArgument {
+                name: "limit",
+                reason: format!("must be between 1 and {MAX_LIMIT}, got {}", params.limit),
+            }
+            .into());
+        }
         let paths = match params.path_glob.as_deref().filter(|g| !g.is_empty()) {
             Some(glob) => Some(self.paths_matching(glob)?),
             None => None,
@@ -596,6 +584,18 @@ impl Project {
             .as_deref()
             .filter(|l| !l.is_empty())
             .map(str::to_ascii_lowercase);
+        Ok((paths, language))
+    }
+
+    /// Code similar to a reference (see [`crate::lookup::reference`]), the reference excluded.
+    pub fn similar(
+        &self,
+        reference: &crate::lookup::Reference,
+        params: &SearchParams,
+    ) -> Result<SearchOutcome, Error> {
+        self.wait_for_first_commit();
+        let (paths, language) = self.filters(params)?;
+        let found = crate::lookup::reference(&self.root, &self.index.store, reference)?;
         // Fetch a few more than asked: hits overlapping the reference are dropped.
         let (hits, total) = self.index.lexical.search(&LexicalQuery {
             text: &found.text,
@@ -649,29 +649,7 @@ impl Project {
 
     /// Re-check one path (file or directory, relative or absolute inside the root) now.
     pub fn reindex_path(self: &Arc<Self>, path: &str) -> Result<(), Error> {
-        let given = Path::new(path);
-        let rel = if given.is_absolute() {
-            given
-                .strip_prefix(&self.root)
-                .map_err(|_| UserError::InvalidArgument {
-                    name: "path",
-                    reason: format!("{path} is outside the project root {}", self.root.display()),
-                })?
-        } else {
-            given
-        };
-        if rel.components().any(|c| {
-            !matches!(
-                c,
-                std::path::Component::Normal(_) | std::path::Component::CurDir
-            )
-        }) {
-            return Err(UserError::InvalidArgument {
-                name: "path",
-                reason: format!("{path} leaves the project (`..` is not allowed)"),
-            }
-            .into());
-        }
+        let rel = crate::lookup::relative_inside(&self.root, path)?;
         self.apply_changes(vec![self.root.join(rel)]);
         Ok(())
     }

@@ -42,13 +42,7 @@ fn python_sdk_client_finds_a_function_by_a_word_from_its_body() {
     // amanctl shows the project the client used.
     let (running, status) = env.status();
     assert!(running, "{status}");
-    let roots: Vec<_> = status["projects"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|p| p["root"].as_str())
-        .collect();
-    assert_eq!(roots, [root.to_str().unwrap()], "{status}");
+    assert_eq!(env.project_roots(), [root.to_str().unwrap()], "{status}");
 }
 
 #[test]
@@ -90,14 +84,7 @@ fn without_a_project_flag_the_clients_roots_choose_the_project() {
     let elsewhere = env.path().join("home");
     env.run_client(&python(), "py_roots.py", &root, &[], Some(&elsewhere));
     // The working directory was never indexed.
-    let (_, status) = env.status();
-    let roots: Vec<_> = status["projects"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|p| p["root"].as_str())
-        .collect();
-    assert_eq!(roots, [root.to_str().unwrap()], "{status}");
+    assert_eq!(env.project_roots(), [root.to_str().unwrap()]);
 }
 
 #[test]
@@ -181,12 +168,7 @@ fn two_shims_on_two_projects_share_one_daemon() {
 
     let (running, status) = env.status();
     assert!(running);
-    let mut roots: Vec<_> = status["projects"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|p| p["root"].as_str())
-        .collect();
+    let mut roots = env.project_roots();
     roots.sort();
     assert_eq!(
         roots,

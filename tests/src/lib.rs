@@ -125,6 +125,20 @@ impl TestEnv {
         (out.status.success(), value)
     }
 
+    /// The roots of the projects the daemon has loaded, from `amanctl status`.
+    pub fn project_roots(&self) -> Vec<String> {
+        let (_, status) = self.status();
+        status["projects"]
+            .as_array()
+            .map(|projects| {
+                projects
+                    .iter()
+                    .filter_map(|p| p["root"].as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// The running daemon's pid, from `amanctl status`.
     pub fn daemon_pid(&self) -> Option<i32> {
         let (ok, status) = self.status();
