@@ -8,6 +8,8 @@
 //!     cargo build --release --workspace
 //!     target/release/amanmcp-bench index /path/to/repo [--rounds 5]
 
+mod localize;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -49,9 +51,46 @@ enum BenchCommand {
         /// The `cosqa` folder of the shared eval data.
         #[arg(long, default_value = "../shared/eval/cosqa")]
         eval: PathBuf,
-        /// Exit non-zero if MRR falls below this (a regression guard).
+        /// Exit non-zero if lexical MRR falls below this (a regression guard).
         #[arg(long)]
         min_mrr: Option<f64>,
+        /// Exit non-zero if semantic MRR falls below this.
+        #[arg(long)]
+        min_mrr_semantic: Option<f64>,
+        /// Exit non-zero if hybrid MRR falls below this.
+        #[arg(long)]
+        min_mrr_hybrid: Option<f64>,
+        /// Write each query's ranked files per mode to this JSON-lines file (for studying
+        /// fusion offline).
+        #[arg(long)]
+        dump: Option<PathBuf>,
+    },
+    /// Issue -> code localization (SWE-bench Lite/Verified or the Rust set): for each
+    /// issue, the target repository at its base commit (checked out from a bare git
+    /// directory, incrementally), indexed by the real daemon; both query forms in every
+    /// mode; file Recall@1/5/10, MRR and chunk hit@1/5/10.
+    Localize {
+        /// The `visible.jsonl` of a set.
+        #[arg(long, default_value = "../shared/eval/swebench_loc/visible.jsonl")]
+        data: PathBuf,
+        /// Where the bare repositories are: `DIR/OWNER+NAME/repo`.
+        #[arg(long, default_value = "/work/.mirror")]
+        mirrors: PathBuf,
+        /// Only issues of repositories whose name contains this.
+        #[arg(long)]
+        repo: Option<String>,
+        /// At most this many issues per repository.
+        #[arg(long)]
+        per_repo: Option<usize>,
+        /// Modes to run, comma-separated.
+        #[arg(long, default_value = "lexical,semantic,hybrid")]
+        modes: String,
+        /// Score only gold files with this extension (the Rust set: `rs`).
+        #[arg(long)]
+        only_ext: Option<String>,
+        /// Where to check the repositories out (default: a temporary directory).
+        #[arg(long)]
+        workdir: Option<PathBuf>,
     },
     /// Freshness through the file watcher on a copy of DIR: a saved file until searchable
     /// (p50/p95 over many edits), and a 2,000-file storm until settled.
@@ -110,9 +149,39 @@ fn main() -> anyhow::Result<()> {
             let runtime = tokio::runtime::Runtime::new()?;
             runtime.block_on(bench_index(&dir, rounds, &list, in_place))
         }
-        BenchCommand::Cosqa { eval, min_mrr } => {
+        BenchCommand::Cosqa {
+            eval,
+            min_mrr,
+            min_mrr_semantic,
+            min_mrr_hybrid,
+            dump,
+        } => {
             let runtime = tokio::runtime::Runtime::new()?;
-            runtime.block_on(bench_cosqa(&eval, min_mrr))
+            runtime.block_on(bench_cosqa(
+                &eval,
+                [min_mrr, min_mrr_semantic, min_mrr_hybrid],
+                dump.as_deref(),
+            ))
+        }
+        BenchCommand::Localize {
+            data,
+            mirrors,
+            repo,
+            per_repo,
+            modes,
+            only_ext,
+            workdir,
+        } => {
+            let runtime = tokio::runtime::Runtime::new()?;
+            runtime.block_on(localize::run(localize::Options {
+                data,
+                mirrors,
+                repo,
+                per_repo,
+                modes: modes.split(',').map(|m| m.trim().to_string()).collect(),
+                only_ext,
+                workdir,
+            }))
         }
         BenchCommand::Freshness { dir, edits } => {
             let runtime = tokio::runtime::Runtime::new()?;
@@ -144,6 +213,13 @@ impl Drop for Daemon {
 }
 
 async fn start_daemon() -> anyhow::Result<(Daemon, DaemonClient<Channel>)> {
+    start_daemon_with(&[]).await
+}
+
+/// Start a private daemon with extra environment variables.
+async fn start_daemon_with(
+    vars: &[(&str, &str)],
+) -> anyhow::Result<(Daemon, DaemonClient<Channel>)> {
     let dir = tempfile::Builder::new()
         .prefix("amanmcp-bench-")
         .tempdir_in("/tmp")?;
@@ -157,6 +233,7 @@ async fn start_daemon() -> anyhow::Result<(Daemon, DaemonClient<Channel>)> {
             "AMANMCP_LOG",
             std::env::var("AMANMCP_LOG").unwrap_or_else(|_| "warn".into()),
         )
+        .envs(vars.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .spawn()?;
@@ -413,7 +490,38 @@ async fn bench_index(
     Ok(())
 }
 
-async fn bench_cosqa(eval: &Path, min_mrr: Option<f64>) -> anyhow::Result<()> {
+/// Wait until every chunk has its vector (or fail after `limit`); returns the status.
+async fn wait_for_vectors(
+    client: &mut DaemonClient<Channel>,
+    root: &str,
+    limit: Duration,
+) -> anyhow::Result<pb::ProjectStatus> {
+    let started = Instant::now();
+    loop {
+        let status = project_status(client, root).await?;
+        match &status.vectors {
+            None => return Ok(status),
+            Some(v) if v.pending == 0 && status.passes > 0 => return Ok(status),
+            Some(v) if started.elapsed() > limit => {
+                bail!(
+                    "vectors incomplete after {limit:?}: {} pending ({})",
+                    v.pending,
+                    v.health
+                )
+            }
+            Some(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+}
+
+const MODES: [&str; 3] = ["lexical", "semantic", "hybrid"];
+
+async fn bench_cosqa(
+    eval: &Path,
+    floors: [Option<f64>; 3],
+    dump: Option<&Path>,
+) -> anyhow::Result<()> {
+    let mut rankings: Vec<serde_json::Map<String, Value>> = Vec::new();
     let map_text = std::fs::read_to_string(eval.join("code_idx_map.txt"))
         .with_context(|| format!("reading {}", eval.join("code_idx_map.txt").display()))?;
     let code_map: serde_json::Map<String, Value> = serde_json::from_str(&map_text)?;
@@ -434,57 +542,94 @@ async fn bench_cosqa(eval: &Path, min_mrr: Option<f64>) -> anyhow::Result<()> {
         .open_project(pb::OpenProjectRequest { root: root.clone() })
         .await?;
     let status = wait_for_pass(&mut client, &root, 1).await?;
+    let lexical_s = started.elapsed().as_secs_f64();
     println!(
-        "cosqa: {} functions indexed ({} chunks) in {:.1} s; {} queries",
+        "cosqa: {} functions indexed ({} chunks) in {lexical_s:.1} s; {} queries",
         status.files,
         status.chunks,
-        started.elapsed().as_secs_f64(),
         queries.len()
     );
-    let (mut rr, mut r1, mut r5, mut r10) = (0.0, 0.0, 0.0, 0.0);
-    let mut latencies = Vec::new();
-    for query in &queries {
-        let text = query["doc"].as_str().context("doc")?;
-        let want = query["retrieval_idx"].as_u64().context("retrieval_idx")?;
-        let want_path = format!("f{want:05}.py");
-        let t = Instant::now();
-        let reply = client
-            .search(pb::SearchRequest {
-                root: root.clone(),
-                query: text.to_string(),
-                limit: 100,
-                ..Default::default()
-            })
-            .await?
-            .into_inner();
-        latencies.push(t.elapsed().as_secs_f64() * 1e3);
-        let mut files: Vec<&str> = Vec::new();
-        for hit in &reply.results {
-            if !files.contains(&hit.path.as_str()) {
-                files.push(&hit.path);
+    let status = wait_for_vectors(&mut client, &root, Duration::from_secs(1800)).await?;
+    if let Some(v) = &status.vectors {
+        let embed_s = started.elapsed().as_secs_f64() - lexical_s;
+        println!(
+            "cosqa: {} chunks embedded {embed_s:.1} s after the lexical pass ({:.1} chunks/s); model {}",
+            v.embedded,
+            v.embedded as f64 / embed_s.max(1e-3),
+            v.model
+        );
+    }
+    let mut failures = Vec::new();
+    for (mode, floor) in MODES.iter().zip(floors) {
+        if *mode != "lexical" && status.vectors.is_none() {
+            println!("cosqa {mode}: skipped (no embedder)");
+            continue;
+        }
+        let (mut rr, mut r1, mut r5, mut r10) = (0.0, 0.0, 0.0, 0.0);
+        let mut latencies = Vec::new();
+        for (query_idx, query) in queries.iter().enumerate() {
+            let text = query["doc"].as_str().context("doc")?;
+            let want = query["retrieval_idx"].as_u64().context("retrieval_idx")?;
+            let want_path = format!("f{want:05}.py");
+            let t = Instant::now();
+            let reply = client
+                .search(pb::SearchRequest {
+                    root: root.clone(),
+                    query: text.to_string(),
+                    limit: 100,
+                    mode: mode.to_string(),
+                    ..Default::default()
+                })
+                .await?
+                .into_inner();
+            latencies.push(t.elapsed().as_secs_f64() * 1e3);
+            let mut files: Vec<&str> = Vec::new();
+            for hit in &reply.results {
+                if !files.contains(&hit.path.as_str()) {
+                    files.push(&hit.path);
+                }
+            }
+            if let Some(rank) = files.iter().position(|p| *p == want_path) {
+                rr += 1.0 / (rank + 1) as f64;
+                r1 += f64::from(rank < 1);
+                r5 += f64::from(rank < 5);
+                r10 += f64::from(rank < 10);
+            }
+            if dump.is_some() {
+                if rankings.len() <= query_idx {
+                    rankings.push(serde_json::Map::new());
+                }
+                let entry = &mut rankings[query_idx];
+                entry.insert("query".into(), json!(text));
+                entry.insert("want".into(), json!(want_path));
+                entry.insert((*mode).into(), json!(files));
             }
         }
-        if let Some(rank) = files.iter().position(|p| *p == want_path) {
-            rr += 1.0 / (rank + 1) as f64;
-            r1 += f64::from(rank < 1);
-            r5 += f64::from(rank < 5);
-            r10 += f64::from(rank < 10);
+        let n = queries.len().max(1) as f64;
+        let mrr = rr / n;
+        println!(
+            "cosqa {mode}: MRR {mrr:.3}  R@1 {:.3}  R@5 {:.3}  R@10 {:.3}  (search {})",
+            r1 / n,
+            r5 / n,
+            r10 / n,
+            summary(latencies)
+        );
+        if let Some(floor) = floor
+            && mrr < floor
+        {
+            failures.push(format!("{mode} MRR {mrr:.3} is below the floor {floor:.3}"));
         }
     }
-    let n = queries.len().max(1) as f64;
-    let mrr = rr / n;
-    println!(
-        "cosqa lexical: MRR {mrr:.3}  R@1 {:.3}  R@5 {:.3}  R@10 {:.3}  (search {})",
-        r1 / n,
-        r5 / n,
-        r10 / n,
-        summary(latencies)
-    );
     drop(daemon);
-    if let Some(floor) = min_mrr
-        && mrr < floor
-    {
-        bail!("MRR {mrr:.3} is below the floor {floor:.3}");
+    if let Some(path) = dump {
+        let lines: Vec<String> = rankings
+            .into_iter()
+            .map(|r| Value::Object(r).to_string())
+            .collect();
+        std::fs::write(path, lines.join("\n") + "\n")?;
+    }
+    if !failures.is_empty() {
+        bail!("{}", failures.join("; "));
     }
     Ok(())
 }

@@ -53,12 +53,29 @@ pub enum IndexError {
         #[source]
         source: std::io::Error,
     },
+    /// The vector store (arroy) failed.
+    #[error("vector store error in {path}: {source}")]
+    Vectors {
+        /// The environment's directory.
+        path: PathBuf,
+        /// The arroy error.
+        #[source]
+        source: arroy::Error,
+    },
     /// The project's writer thread is gone.
     #[error("the index writer for {0} has stopped")]
     WriterGone(PathBuf),
 }
 
 impl IndexError {
+    /// A vector store error in `path`.
+    pub fn vectors(path: &Path, source: arroy::Error) -> Self {
+        IndexError::Vectors {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
     /// An LMDB error in `path`.
     pub fn lmdb(path: &Path, source: heed::Error) -> Self {
         IndexError::Lmdb {

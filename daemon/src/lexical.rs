@@ -238,6 +238,50 @@ impl Lexical {
         Ok(out)
     }
 
+    /// The live documents of the given chunks, by chunk id (missing ones left out).
+    pub fn chunks_by_id(
+        &self,
+        ids: &[u64],
+    ) -> Result<std::collections::HashMap<u64, LexicalHit>, IndexError> {
+        let mut out = std::collections::HashMap::with_capacity(ids.len());
+        if ids.is_empty() {
+            return Ok(out);
+        }
+        let f = &self.fields;
+        let query = TermSetQuery::new(ids.iter().map(|id| Term::from_field_u64(f.chunk_id, *id)));
+        let searcher = self.reader.searcher();
+        let top = searcher
+            .search(&query, &TopDocs::with_limit(ids.len() * 2).order_by_score())
+            .map_err(|e| self.err(e))?;
+        for (_, address) in top {
+            let doc: TantivyDocument = searcher.doc(address).map_err(|e| self.err(e))?;
+            let hit = self.hit(&doc, 0.0);
+            out.insert(hit.chunk_id, hit);
+        }
+        Ok(out)
+    }
+
+    fn hit(&self, doc: &TantivyDocument, score: f32) -> LexicalHit {
+        let f = &self.fields;
+        let text = |field| {
+            doc.get_first(field)
+                .and_then(|v| v.as_str())
+                .map(str::to_string)
+        };
+        let number = |field| doc.get_first(field).and_then(|v| v.as_u64()).unwrap_or(0);
+        LexicalHit {
+            chunk_id: number(f.chunk_id),
+            path: text(f.path_key).unwrap_or_default(),
+            start_line: number(f.start_line) as u32,
+            end_line: number(f.end_line) as u32,
+            language: text(f.language).unwrap_or_default(),
+            symbol: text(f.symbol),
+            kind: text(f.kind),
+            score,
+            body: text(f.body).unwrap_or_default(),
+        }
+    }
+
     /// Number of live documents visible to searches.
     pub fn num_docs(&self) -> u64 {
         self.reader.searcher().num_docs()
@@ -311,23 +355,7 @@ impl Lexical {
         let mut hits = Vec::with_capacity(top.len());
         for (score, address) in top {
             let doc: TantivyDocument = searcher.doc(address).map_err(|e| self.err(e))?;
-            let text = |field| {
-                doc.get_first(field)
-                    .and_then(|v| v.as_str())
-                    .map(str::to_string)
-            };
-            let number = |field| doc.get_first(field).and_then(|v| v.as_u64()).unwrap_or(0);
-            hits.push(LexicalHit {
-                chunk_id: number(f.chunk_id),
-                path: text(f.path_key).unwrap_or_default(),
-                start_line: number(f.start_line) as u32,
-                end_line: number(f.end_line) as u32,
-                language: text(f.language).unwrap_or_default(),
-                symbol: text(f.symbol),
-                kind: text(f.kind),
-                score,
-                body: text(f.body).unwrap_or_default(),
-            });
+            hits.push(self.hit(&doc, score));
         }
         Ok((hits, total))
     }

@@ -7,7 +7,10 @@
 
 pub mod chunk;
 pub mod codec;
+pub mod embed;
+pub mod embedding;
 pub mod error;
+pub mod hybrid;
 pub mod indexer;
 pub mod lang;
 pub mod lexical;

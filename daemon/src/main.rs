@@ -63,12 +63,31 @@ fn run(args: Args) -> anyhow::Result<()> {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(30 * 60);
+    // TLS for https embedding servers: ring, the provider compiled in.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let embed_config = amanmcpd::embed::EmbedConfig::from_env()?;
+    let embedding = embed_config.build()?.map(|embedder| {
+        tracing::info!(embedder = %embedder.describe(), model = %embedder.model_id(), "semantic search on");
+        std::sync::Arc::new(amanmcpd::embed::Embedding::new(embedder))
+    });
+    if embedding.is_none() {
+        tracing::info!("semantic search off (AMANMCP_EMBEDDER=off)");
+    }
+    let search_k = std::env::var("AMANMCP_SEARCH_K")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
     let config = Config {
         socket_path,
         data_dir,
         limits: Limits::from_env(),
         watch: amanmcpd::watch::WatchConfig::from_env(),
         idle_unload: (idle_secs > 0).then(|| std::time::Duration::from_secs(idle_secs)),
+        search: amanmcpd::hybrid::SearchConfig {
+            embedding,
+            fusion: amanmcpd::hybrid::Fusion::from_env(),
+            search_k,
+        },
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex};
 
 use globset::GlobBuilder;
 
+use crate::embedding::{EmbedProgress, Wake};
 use crate::error::{Error, IndexError, UserError};
+use crate::hybrid::{SearchConfig, SearchMode};
 use crate::lexical::{Lexical, LexicalHit, LexicalQuery};
 use crate::scan::{Limits, SkipReason};
 use crate::store::{FORMAT_VERSION, Store};
@@ -39,6 +41,8 @@ pub struct Progress {
     state: AtomicU8,
     files: AtomicU64,
     chunks: AtomicU64,
+    /// Chunks waiting for a vector.
+    pending: AtomicU64,
     index_bytes: AtomicU64,
     files_done: AtomicU64,
     files_total: AtomicU64,
@@ -150,6 +154,25 @@ pub struct ProjectStatus {
     pub notice: Option<String>,
     /// How changes are noticed.
     pub watch: String,
+    /// Semantic search, when an embedder is configured.
+    pub vectors: Option<VectorStatus>,
+}
+
+/// Where a project's vectors stand.
+#[derive(Debug, Clone)]
+pub struct VectorStatus {
+    /// The embedder's model id.
+    pub model: String,
+    /// The embedder, in words (backend, URL).
+    pub embedder: String,
+    /// Chunks with a vector.
+    pub embedded: u64,
+    /// Chunks waiting for one.
+    pub pending: u64,
+    /// Chunks embedded per second recently (0 when idle).
+    pub rate: f64,
+    /// `ok`, `unknown` or `error: ...`.
+    pub health: String,
 }
 
 /// The storage of a project: shared by its writer thread and its readers.
@@ -160,6 +183,10 @@ pub struct ProjectIndex {
     pub lexical: Lexical,
     /// Live counters.
     pub progress: Progress,
+    /// Rung by the writer after each commit, for the embedding worker.
+    pub embed_wake: Wake,
+    /// The embedding worker's rate and errors.
+    pub embed_progress: EmbedProgress,
 }
 
 impl ProjectIndex {
@@ -168,6 +195,9 @@ impl ProjectIndex {
         if let Ok((files, chunks)) = self.store.counts() {
             self.progress.files.store(files, Ordering::Relaxed);
             self.progress.chunks.store(chunks, Ordering::Relaxed);
+        }
+        if let Ok(pending) = self.store.pending_count() {
+            self.progress.pending.store(pending, Ordering::Relaxed);
         }
         let bytes = self.store.disk_size() + self.lexical.disk_size();
         self.progress.index_bytes.store(bytes, Ordering::Relaxed);
@@ -187,6 +217,22 @@ pub struct SearchParams {
     pub path_glob: Option<String>,
     /// Only this language.
     pub language: Option<String>,
+    /// Which rankers to use.
+    pub mode: SearchMode,
+}
+
+/// Whether a search could use vectors.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Semantic {
+    /// Not asked for (lexical mode).
+    NotUsed,
+    /// Used; `complete` says whether every chunk had its vector.
+    Used {
+        /// Every chunk had a vector when the search ran.
+        complete: bool,
+    },
+    /// Asked for but unavailable (no embedder, or it failed): lexical results only.
+    Unavailable(String),
 }
 
 /// A page of search results.
@@ -199,6 +245,8 @@ pub struct SearchOutcome {
     pub truncated: bool,
     /// The project's status when the search ran.
     pub status: ProjectStatus,
+    /// Whether vectors took part.
+    pub semantic: Semantic,
 }
 
 /// How long a search on an empty, still-indexing project waits for the first commit.
@@ -206,6 +254,10 @@ const FIRST_COMMIT_WAIT: std::time::Duration = std::time::Duration::from_secs(2)
 
 /// Largest page a search may ask for.
 pub const MAX_LIMIT: usize = 1000;
+
+/// Candidates each ranker contributes to a fused ranking (at least: more when a page
+/// reaches deeper).
+const FUSION_DEPTH: usize = 100;
 
 /// A loaded project.
 pub struct Project {
@@ -222,6 +274,9 @@ pub struct Project {
     watch: ProjectWatch,
     poller_started: AtomicBool,
     last_used_ms: AtomicU64,
+    search: SearchConfig,
+    embed_stop: Arc<AtomicBool>,
+    embed_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 /// Batches with more changed paths than this trigger a full pass instead of an update.
@@ -238,6 +293,18 @@ fn now_ms() -> u64 {
 impl Drop for Project {
     fn drop(&mut self) {
         self.watch.stop();
+        // The embedding worker holds a writer handle: stop it first (it finishes the batch
+        // it is embedding, if any).
+        self.embed_stop.store(true, Ordering::SeqCst);
+        self.index.embed_wake.notify();
+        if let Some(thread) = self
+            .embed_thread
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            let _ = thread.join();
+        }
         // Close the writer's channel and wait for its last commit, so the LMDB environment
         // and the tantivy lock are free before the project can be opened again.
         self.writer.take();
@@ -259,6 +326,7 @@ impl Project {
         data_dir: &Path,
         limits: Limits,
         watch_config: WatchConfig,
+        search: SearchConfig,
     ) -> Result<Arc<Project>, IndexError> {
         let dir = project_dir(data_dir, &root);
         let index = match open_index(&dir, &root) {
@@ -280,11 +348,33 @@ impl Project {
         if recovered > 0 {
             tracing::info!(root = %root.display(), recovered, "recovered an interrupted commit");
         }
+        if let Some(embedding) = &search.embedding {
+            let model = embedding.embedder.model_id();
+            if let Some(queued) = writer::adopt_model(&index, &model)? {
+                tracing::info!(root = %root.display(), %model, queued, "vectors reset for the embedder's model");
+            }
+        }
         index.refresh_counts();
         let index = Arc::new(index);
         let (writer, writer_thread) = writer::spawn(index.clone())?;
         let (changes_tx, changes_rx) = std::sync::mpsc::channel::<Vec<PathBuf>>();
         let project_root = root.clone();
+        let embed_stop = Arc::new(AtomicBool::new(false));
+        let embed_thread = match &search.embedding {
+            Some(embedding) => match crate::embedding::spawn(
+                index.clone(),
+                writer.clone(),
+                embedding.clone(),
+                embed_stop.clone(),
+            ) {
+                Ok(thread) => Some(thread),
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot start the embedding worker");
+                    None
+                }
+            },
+            None => None,
+        };
         let project = Arc::new(Project {
             root,
             index,
@@ -297,6 +387,9 @@ impl Project {
             watch: ProjectWatch::start(watch_config, project_root, changes_tx),
             poller_started: AtomicBool::new(false),
             last_used_ms: AtomicU64::new(now_ms()),
+            search,
+            embed_stop,
+            embed_thread: Mutex::new(embed_thread),
         });
         // The updater holds only a weak reference: an unloaded project stops it.
         let weak = Arc::downgrade(&project);
@@ -506,11 +599,34 @@ impl Project {
             .map(|(reason, n)| (reason.label(), n.load(Ordering::Relaxed)))
             .filter(|(_, n)| *n > 0)
             .collect();
+        let pending = p.pending.load(Ordering::Relaxed);
+        let chunks = p.chunks.load(Ordering::Relaxed);
+        let vectors = self.search.embedding.as_ref().map(|embedding| {
+            let health = match self.index.embed_progress.last_error() {
+                Some(error) => format!("error: {error}"),
+                None => embedding.health.summary(),
+            };
+            VectorStatus {
+                model: embedding.embedder.model_id(),
+                embedder: embedding.embedder.describe(),
+                embedded: chunks.saturating_sub(pending),
+                pending,
+                rate: self.index.embed_progress.rate(),
+                health,
+            }
+        });
+        // Ready means searchable in full: the lexical index and the vectors.
+        let state = match p.state() {
+            IndexState::Ready if vectors.as_ref().is_some_and(|v| v.pending > 0) => {
+                IndexState::Indexing
+            }
+            state => state,
+        };
         ProjectStatus {
             root: self.root.clone(),
-            state: p.state(),
+            state,
             files: p.files.load(Ordering::Relaxed),
-            chunks: p.chunks.load(Ordering::Relaxed),
+            chunks,
             files_done: p.files_done.load(Ordering::Relaxed),
             files_total: p.files_total.load(Ordering::Relaxed),
             index_bytes: p.index_bytes.load(Ordering::Relaxed),
@@ -531,6 +647,7 @@ impl Project {
                 WatchMode::Polling(why) => format!("polling: {why}"),
                 WatchMode::Off => "off".into(),
             },
+            vectors,
         }
     }
 
@@ -545,21 +662,181 @@ impl Project {
         }
         self.wait_for_first_commit();
         let (paths, language) = self.filters(params)?;
-        let (hits, total) = self.index.lexical.search(&LexicalQuery {
+        let lexical_query = |offset, limit| LexicalQuery {
             text: &params.query,
             paths: paths.as_deref(),
             language: language.as_deref(),
-            offset: params.offset,
-            limit: params.limit,
+            offset,
+            limit,
             more_like_this: false,
-        })?;
-        let total = total as u64;
-        Ok(SearchOutcome {
-            truncated: total > (params.offset + hits.len()) as u64,
+        };
+        if params.mode == SearchMode::Lexical {
+            let (hits, total) = self
+                .index
+                .lexical
+                .search(&lexical_query(params.offset, params.limit))?;
+            return Ok(self.outcome(hits, total as u64, params.offset, Semantic::NotUsed));
+        }
+        let depth = (params.offset + params.limit).max(FUSION_DEPTH);
+        let semantic = self.semantic_ranking(
+            |embedding| embedding.embed_query(&params.query),
+            depth,
+            paths.as_deref(),
+            language.as_deref(),
+        );
+        let (ranking, complete) = match semantic {
+            Ok(found) => found,
+            Err(reason) => {
+                // No vectors to be had: answer lexically, and say so.
+                let (hits, total) = self
+                    .index
+                    .lexical
+                    .search(&lexical_query(params.offset, params.limit))?;
+                return Ok(self.outcome(
+                    hits,
+                    total as u64,
+                    params.offset,
+                    Semantic::Unavailable(reason),
+                ));
+            }
+        };
+        let (lexical_hits, lexical_total) = match params.mode {
+            SearchMode::Semantic => (Vec::new(), 0),
+            _ => self.index.lexical.search(&lexical_query(0, depth))?,
+        };
+        let (mut hits, total) = self.fused(lexical_hits, lexical_total as u64, &ranking, None)?;
+        if params.mode == SearchMode::Hybrid {
+            crate::hybrid::pin_definitions(&params.query, &mut hits, |h| h.symbol.as_deref());
+        }
+        let hits: Vec<LexicalHit> = hits
+            .into_iter()
+            .skip(params.offset)
+            .take(params.limit)
+            .collect();
+        Ok(self.outcome(hits, total, params.offset, Semantic::Used { complete }))
+    }
+
+    fn outcome(
+        &self,
+        hits: Vec<LexicalHit>,
+        total: u64,
+        offset: usize,
+        semantic: Semantic,
+    ) -> SearchOutcome {
+        SearchOutcome {
+            truncated: total > (offset + hits.len()) as u64,
             hits,
             total,
             status: self.status(),
-        })
+            semantic,
+        }
+    }
+
+    /// Chunk ids nearest to the query vector, best first, within the filters; and whether
+    /// every chunk had its vector. `Err` says why vectors cannot be used.
+    fn semantic_ranking(
+        &self,
+        query_vector: impl FnOnce(
+            &crate::embed::Embedding,
+        ) -> Result<Arc<Vec<f32>>, crate::embed::EmbedError>,
+        depth: usize,
+        paths: Option<&[String]>,
+        language: Option<&str>,
+    ) -> Result<(Vec<u64>, bool), String> {
+        let Some(embedding) = &self.search.embedding else {
+            return Err("semantic search is off (AMANMCP_EMBEDDER=off)".into());
+        };
+        let vector = query_vector(embedding).map_err(|e| e.to_string())?;
+        let candidates = match (paths, language) {
+            (None, None) => None,
+            _ => Some(
+                self.chunk_filter(paths, language)
+                    .map_err(|e| e.to_string())?,
+            ),
+        };
+        let found = self
+            .index
+            .store
+            .nearest(&vector, depth, candidates.as_ref(), self.search.search_k)
+            .map_err(|e| e.to_string())?;
+        let complete = self.index.progress.pending.load(Ordering::Relaxed) == 0;
+        Ok((found.into_iter().map(|(id, _)| id).collect(), complete))
+    }
+
+    /// Chunk ids of the files passing the path and language filters.
+    fn chunk_filter(
+        &self,
+        paths: Option<&[String]>,
+        language: Option<&str>,
+    ) -> Result<roaring::RoaringBitmap, IndexError> {
+        let files = self.index.store.all_files()?;
+        let wanted: Option<std::collections::HashSet<&str>> =
+            paths.map(|p| p.iter().map(String::as_str).collect());
+        let mut out = roaring::RoaringBitmap::new();
+        for (path, record) in &files {
+            if wanted.as_ref().is_some_and(|w| !w.contains(path.as_str())) {
+                continue;
+            }
+            if language.is_some_and(|l| record.language != l) {
+                continue;
+            }
+            out.extend(
+                record
+                    .chunk_ids
+                    .iter()
+                    .filter_map(|id| u32::try_from(*id).ok()),
+            );
+        }
+        Ok(out)
+    }
+
+    /// Fuse a lexical page (from rank 0) with a semantic ranking, fetch the hits only the
+    /// vectors found, drop overlapping and `excluded` hits. Returns every fused hit, best
+    /// first, and the total number of matches.
+    fn fused(
+        &self,
+        lexical_hits: Vec<LexicalHit>,
+        lexical_total: u64,
+        semantic: &[u64],
+        excluded: Option<&dyn Fn(&LexicalHit) -> bool>,
+    ) -> Result<(Vec<LexicalHit>, u64), Error> {
+        let lexical_ids: Vec<u64> = lexical_hits.iter().map(|h| h.chunk_id).collect();
+        let fused = self.search.fusion.fuse(&lexical_ids, semantic);
+        let mut by_id: std::collections::HashMap<u64, LexicalHit> =
+            lexical_hits.into_iter().map(|h| (h.chunk_id, h)).collect();
+        let missing: Vec<u64> = fused
+            .iter()
+            .map(|(id, _)| *id)
+            .filter(|id| !by_id.contains_key(id))
+            .collect();
+        let semantic_only = missing.len() as u64;
+        by_id.extend(self.index.lexical.chunks_by_id(&missing)?);
+        let hits: Vec<LexicalHit> = fused
+            .into_iter()
+            .filter_map(|(id, score)| {
+                by_id.remove(&id).map(|mut hit| {
+                    hit.score = score;
+                    hit
+                })
+            })
+            .filter(|hit| excluded.is_none_or(|excluded| !excluded(hit)))
+            .collect();
+        let keep = crate::hybrid::without_overlaps(
+            hits.iter()
+                .map(|h| (h.path.as_str(), h.start_line, h.end_line)),
+        );
+        let n_found = hits.len();
+        let mut keep = keep.into_iter().peekable();
+        let hits: Vec<LexicalHit> = hits
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, hit)| (keep.next_if_eq(&i).is_some()).then_some(hit))
+            .collect();
+        let dropped = (n_found - hits.len()) as u64;
+        let total = (lexical_total + semantic_only)
+            .saturating_sub(dropped)
+            .max(hits.len() as u64);
+        Ok((hits, total))
     }
 
     /// The page size, path filter (the glob expanded to indexed paths) and language filter
@@ -587,7 +864,9 @@ impl Project {
         Ok((paths, language))
     }
 
-    /// Code similar to a reference (see [`crate::lookup::reference`]), the reference excluded.
+    /// Code similar to a reference (see [`crate::lookup::reference`]), the reference excluded:
+    /// the reference's distinctive terms (BM25 "more like this") fused with its vector's
+    /// nearest chunks.
     pub fn similar(
         &self,
         reference: &crate::lookup::Reference,
@@ -596,33 +875,63 @@ impl Project {
         self.wait_for_first_commit();
         let (paths, language) = self.filters(params)?;
         let found = crate::lookup::reference(&self.root, &self.index.store, reference)?;
-        // Fetch a few more than asked: hits overlapping the reference are dropped.
-        let (hits, total) = self.index.lexical.search(&LexicalQuery {
-            text: &found.text,
-            paths: paths.as_deref(),
-            language: language.as_deref(),
-            offset: 0,
-            limit: params.limit + 8,
-            more_like_this: true,
-        })?;
         let overlaps = |hit: &LexicalHit| {
             found.location.as_ref().is_some_and(|(path, start, end)| {
                 &hit.path == path && hit.start_line <= *end && *start <= hit.end_line
             })
         };
-        let excluded = hits.iter().filter(|h| overlaps(h)).count() as u64;
-        let total = (total as u64).saturating_sub(excluded);
-        let hits: Vec<LexicalHit> = hits
-            .into_iter()
-            .filter(|h| !overlaps(h))
-            .take(params.limit)
-            .collect();
-        Ok(SearchOutcome {
-            truncated: total > hits.len() as u64,
-            hits,
-            total,
-            status: self.status(),
-        })
+        // Fetch more than asked: hits overlapping the reference are dropped.
+        let depth = (params.limit + 8).max(FUSION_DEPTH);
+        let (lexical_hits, lexical_total) = match params.mode {
+            SearchMode::Semantic => (Vec::new(), 0),
+            _ => self.index.lexical.search(&LexicalQuery {
+                text: &found.text,
+                paths: paths.as_deref(),
+                language: language.as_deref(),
+                offset: 0,
+                limit: depth,
+                more_like_this: true,
+            })?,
+        };
+        let (ranking, semantic) = match params.mode {
+            SearchMode::Lexical => (Vec::new(), Semantic::NotUsed),
+            _ => {
+                let text = crate::embedding::document_text(
+                    found
+                        .location
+                        .as_ref()
+                        .map_or("", |(path, _, _)| path.as_str()),
+                    None,
+                    &found.text,
+                );
+                match self.semantic_ranking(
+                    |embedding| {
+                        embedding
+                            .embed_documents(std::slice::from_ref(&text))?
+                            .pop()
+                            .map(Arc::new)
+                            .ok_or_else(|| {
+                                crate::embed::EmbedError::Model("no vector returned".into())
+                            })
+                    },
+                    depth,
+                    paths.as_deref(),
+                    language.as_deref(),
+                ) {
+                    Ok((ranking, complete)) => (ranking, Semantic::Used { complete }),
+                    Err(reason) => (Vec::new(), Semantic::Unavailable(reason)),
+                }
+            }
+        };
+        let excluded = |hit: &LexicalHit| overlaps(hit);
+        let (hits, total) = self.fused(
+            lexical_hits,
+            lexical_total as u64,
+            &ranking,
+            Some(&excluded),
+        )?;
+        let hits: Vec<LexicalHit> = hits.into_iter().take(params.limit).collect();
+        Ok(self.outcome(hits, total, 0, semantic))
     }
 
     /// Code by path and/or symbol (see [`crate::lookup`]).
@@ -718,11 +1027,20 @@ fn open_index(dir: &Path, root: &Path) -> Result<ProjectIndex, IndexError> {
             store.initialise(root)?;
         }
     }
+    // arroy item ids are 32-bit: an index whose chunk ids ran past that is rebuilt.
+    if store.next_chunk_id()? > u64::from(u32::MAX) {
+        return Err(IndexError::io(
+            dir,
+            std::io::Error::other("chunk ids exhausted"),
+        ));
+    }
     let lexical = Lexical::open(&dir.join("tantivy"))?;
     Ok(ProjectIndex {
         store,
         lexical,
         progress: Progress::default(),
+        embed_wake: Wake::default(),
+        embed_progress: EmbedProgress::default(),
     })
 }
 

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::error::{Error, UserError};
+use crate::hybrid::SearchConfig;
 use crate::project::{Project, ProjectStatus};
 use crate::scan::Limits;
 use crate::watch::WatchConfig;
@@ -17,6 +18,7 @@ pub struct Registry {
     limits: Limits,
     watch: WatchConfig,
     idle_unload: Option<Duration>,
+    search: SearchConfig,
     projects: Mutex<HashMap<PathBuf, Arc<Project>>>,
 }
 
@@ -29,12 +31,14 @@ impl Registry {
         limits: Limits,
         watch: WatchConfig,
         idle_unload: Option<Duration>,
+        search: SearchConfig,
     ) -> Arc<Registry> {
         let registry = Arc::new(Registry {
             data_dir,
             limits,
             watch,
             idle_unload,
+            search,
             projects: Mutex::new(HashMap::new()),
         });
         if let Some(idle) = idle_unload {
@@ -87,7 +91,13 @@ impl Registry {
             }
             return Ok(project.clone());
         }
-        let project = Project::open(root.clone(), &self.data_dir, self.limits, self.watch)?;
+        let project = Project::open(
+            root.clone(),
+            &self.data_dir,
+            self.limits,
+            self.watch,
+            self.search.clone(),
+        )?;
         project.start_reconcile();
         projects.insert(root, project.clone());
         Ok(project)

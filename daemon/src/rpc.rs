@@ -8,8 +8,9 @@ use tokio::sync::Notify;
 use tonic::{Request, Response, Status};
 
 use crate::error::Error;
+use crate::hybrid::SearchMode;
 use crate::lookup::{LookupParams, Reference};
-use crate::project::{IndexState, ProjectStatus, SearchParams};
+use crate::project::{IndexState, ProjectStatus, SearchParams, Semantic};
 use crate::registry::Registry;
 
 /// Default page size when a request leaves `limit` at 0.
@@ -54,8 +55,26 @@ async fn blocking<T: Send + 'static>(
         .map_err(to_status)
 }
 
+fn search_mode(mode: &str) -> Result<SearchMode, Error> {
+    SearchMode::parse(mode).ok_or_else(|| {
+        crate::error::UserError::InvalidArgument {
+            name: "mode",
+            reason: format!("{mode:?}: use hybrid, lexical or semantic"),
+        }
+        .into()
+    })
+}
+
 fn search_reply(outcome: crate::project::SearchOutcome) -> pb::SearchReply {
+    let (semantic_used, vectors_complete, semantic_unavailable) = match outcome.semantic {
+        Semantic::NotUsed => (false, false, None),
+        Semantic::Used { complete } => (true, complete, None),
+        Semantic::Unavailable(reason) => (false, false, Some(reason)),
+    };
     pb::SearchReply {
+        semantic_used,
+        vectors_complete,
+        semantic_unavailable,
         results: outcome
             .hits
             .into_iter()
@@ -110,6 +129,14 @@ fn project_status_to_pb(s: ProjectStatus) -> pb::ProjectStatus {
         last_pass_removed: s.last_pass_removed,
         notice: s.notice,
         watch: s.watch,
+        vectors: s.vectors.map(|v| pb::VectorStatus {
+            model: v.model,
+            embedder: v.embedder,
+            embedded: v.embedded,
+            pending: v.pending,
+            rate: v.rate,
+            health: v.health,
+        }),
         skipped: s
             .skipped
             .into_iter()
@@ -160,10 +187,11 @@ impl amanmcp_proto::Daemon for RpcService {
         let registry = self.registry.clone();
         let started = Instant::now();
         let call = format!(
-            "search query={:?} limit={} path={:?} language={:?}",
-            req.query, req.limit, req.path_glob, req.language
+            "search query={:?} limit={} offset={} mode={:?} path={:?} language={:?}",
+            req.query, req.limit, req.offset, req.mode, req.path_glob, req.language
         );
         let outcome = blocking(move || {
+            let mode = search_mode(&req.mode)?;
             let project = registry.open(&req.root, false)?;
             project.search(&SearchParams {
                 query: req.query,
@@ -175,6 +203,7 @@ impl amanmcp_proto::Daemon for RpcService {
                 offset: req.offset as usize,
                 path_glob: req.path_glob,
                 language: req.language,
+                mode,
             })
         })
         .await;
@@ -265,6 +294,7 @@ impl amanmcp_proto::Daemon for RpcService {
             req.snippet.as_ref().map_or(0, String::len)
         );
         let outcome = blocking(move || {
+            let mode = search_mode(&req.mode)?;
             let reference = match (req.path, req.line, req.symbol, req.snippet) {
                 (Some(path), Some(line), None, None) => Reference::Location { path, line },
                 (None, None, Some(symbol), None) => Reference::Symbol(symbol),
@@ -291,6 +321,7 @@ impl amanmcp_proto::Daemon for RpcService {
                     offset: 0,
                     path_glob: req.path_glob,
                     language: req.language,
+                    mode,
                 },
             )
         })

@@ -30,6 +30,8 @@ pub struct Config {
     pub watch: crate::watch::WatchConfig,
     /// Unload projects idle this long (`None`: never).
     pub idle_unload: Option<std::time::Duration>,
+    /// The embedder and fusion settings.
+    pub search: crate::hybrid::SearchConfig,
 }
 
 /// Why the daemon could not start or stopped with an error.
@@ -144,6 +146,7 @@ pub async fn run(config: Config) -> Result<(), ServerError> {
         config.limits,
         config.watch,
         config.idle_unload,
+        config.search,
     );
     let shutdown = Arc::new(Notify::new());
     let service = RpcService::new(

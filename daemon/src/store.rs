@@ -1,19 +1,28 @@
-//! The project's LMDB environment (heed): file and chunk metadata.
+//! The project's LMDB environment (heed): file and chunk metadata, and the vectors (arroy).
 //!
 //! Every database is named once in [`db_name`]. Only the project's writer thread opens a
 //! write transaction (see `writer.rs`); readers use short read transactions.
+//!
+//! Vectors: every chunk either has a vector in arroy (item id = chunk id) or is listed in
+//! `embed_pending`; both change in the same write transaction as the chunk records, so a
+//! deleted chunk never leaves a vector behind. `embed_cache` maps a chunk text hash to its
+//! vector, so re-indexing, renames and branch switches re-embed only new text. The model id
+//! and dimensions are recorded in `meta`; vectors of two models are never mixed.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use arroy::distances::Cosine;
+use arroy::internals::{KeyCodec, NodeCodec};
 use heed::types::{Bytes, Str, U64, Unit};
 use heed::{CommitOrAbort, Database, Env, EnvOpenOptions, RwTxn};
+use roaring::RoaringBitmap;
 
 use crate::codec::{ChunkCodec, FileCodec, SymbolsCodec};
 use crate::error::IndexError;
 
 /// Bump when the on-disk layout of LMDB or tantivy changes: older indexes are rebuilt.
-pub const FORMAT_VERSION: u64 = 2;
+pub const FORMAT_VERSION: u64 = 3;
 
 /// Names of the LMDB databases.
 pub mod db_name {
@@ -29,12 +38,45 @@ pub mod db_name {
     pub const FILE_SYMBOLS: &str = "file_symbols";
     /// `lowercase name \0 path` -> (): which files define a name.
     pub const SYMBOL_INDEX: &str = "symbol_index";
+    /// arroy's database: chunk vectors (item id = chunk id), cosine distance.
+    pub const VECTORS: &str = "vectors";
+    /// Chunk text hash -> vector (little-endian f32s) of the current model.
+    pub const EMBED_CACHE: &str = "embed_cache";
+    /// Chunk id -> chunk text hash: chunks still waiting for a vector.
+    pub const EMBED_PENDING: &str = "embed_pending";
 }
 
 mod meta_key {
     pub const FORMAT_VERSION: &str = "format_version";
     pub const ROOT: &str = "root";
     pub const NEXT_CHUNK_ID: &str = "next_chunk_id";
+    pub const EMBED_MODEL: &str = "embed_model";
+    pub const EMBED_DIMS: &str = "embed_dims";
+}
+
+/// The arroy index (within the vectors database) holding the chunk vectors.
+const ARROY_INDEX: u16 = 0;
+
+/// A chunk's new vector, from the embedding worker.
+#[derive(Debug, Clone)]
+pub struct EmbeddedChunk {
+    /// Chunk id.
+    pub chunk_id: u64,
+    /// Hash of the chunk text the vector was computed from.
+    pub hash: u64,
+    /// Unit vector.
+    pub vector: Vec<f32>,
+}
+
+fn vector_bytes(vector: &[f32]) -> Vec<u8> {
+    vector.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+fn bytes_vector(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
 }
 
 /// What LMDB knows of an indexed file.
@@ -119,6 +161,9 @@ pub struct Store {
     dirty: Database<'static, Str, Unit>,
     file_symbols: Database<'static, Str, SymbolsCodec>,
     symbol_index: Database<'static, Str, Unit>,
+    vectors: arroy::Database<'static, Cosine>,
+    embed_cache: Database<'static, BeU64, Bytes>,
+    embed_pending: Database<'static, BeU64, BeU64>,
 }
 
 impl Store {
@@ -130,12 +175,12 @@ impl Store {
         let env = unsafe {
             EnvOpenOptions::new()
                 .map_size(64 << 30)
-                .max_dbs(8)
+                .max_dbs(16)
                 .open(dir)
         }
         .map_err(|e| IndexError::lmdb(dir, e))?;
         let wtxn = env.write_txn().map_err(|e| IndexError::lmdb(dir, e))?;
-        let (meta, files, chunks, dirty, file_symbols, symbol_index) = env
+        let (meta, files, chunks, dirty, file_symbols, symbol_index, vectors, cache, pending) = env
             .create_databases_and_commit(wtxn, |opener, wtxn| -> heed::Result<_> {
                 let meta = opener.create_database::<Str, Bytes>(wtxn, Some(db_name::META))?;
                 let files = opener.create_database::<Str, FileCodec>(wtxn, Some(db_name::FILES))?;
@@ -146,6 +191,12 @@ impl Store {
                     .create_database::<Str, SymbolsCodec>(wtxn, Some(db_name::FILE_SYMBOLS))?;
                 let symbol_index =
                     opener.create_database::<Str, Unit>(wtxn, Some(db_name::SYMBOL_INDEX))?;
+                let vectors = opener
+                    .create_database::<KeyCodec, NodeCodec<Cosine>>(wtxn, Some(db_name::VECTORS))?;
+                let cache =
+                    opener.create_database::<BeU64, Bytes>(wtxn, Some(db_name::EMBED_CACHE))?;
+                let pending =
+                    opener.create_database::<BeU64, BeU64>(wtxn, Some(db_name::EMBED_PENDING))?;
                 Ok(CommitOrAbort::<_, ()>::Commit((
                     meta,
                     files,
@@ -153,6 +204,9 @@ impl Store {
                     dirty,
                     file_symbols,
                     symbol_index,
+                    vectors,
+                    cache,
+                    pending,
                 )))
             })
             .map_err(|e| IndexError::lmdb(dir, e))?
@@ -166,6 +220,9 @@ impl Store {
             dirty,
             file_symbols,
             symbol_index,
+            vectors,
+            embed_cache: cache,
+            embed_pending: pending,
         })
     }
 
@@ -357,6 +414,108 @@ impl Store {
         self.env.real_disk_size().unwrap_or(0)
     }
 
+    /// The model whose vectors this index holds, and their dimensions (once known).
+    pub fn vector_model(&self) -> Result<(Option<String>, Option<usize>), IndexError> {
+        let rtxn = self.env.read_txn().map_err(|e| self.err(e))?;
+        let model = self
+            .meta
+            .get(&rtxn, meta_key::EMBED_MODEL)
+            .map_err(|e| self.err(e))?
+            .map(|b| String::from_utf8_lossy(b).into_owned());
+        drop(rtxn);
+        let dims = self.meta_u64(meta_key::EMBED_DIMS)?.map(|d| d as usize);
+        Ok((model, dims))
+    }
+
+    /// Up to `limit` chunks waiting for a vector, `(chunk id, text hash)`, lowest ids first,
+    /// leaving out `skip` (those already being embedded).
+    pub fn pending_chunks(
+        &self,
+        limit: usize,
+        skip: &std::collections::HashSet<u64>,
+    ) -> Result<Vec<(u64, u64)>, IndexError> {
+        let rtxn = self.env.read_txn().map_err(|e| self.err(e))?;
+        let mut out = Vec::with_capacity(limit.min(4096));
+        for item in self.embed_pending.iter(&rtxn).map_err(|e| self.err(e))? {
+            let (id, hash) = item.map_err(|e| self.err(e))?;
+            if !skip.contains(&id) {
+                out.push((id, hash));
+                if out.len() >= limit {
+                    break;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Chunk ids with a vector and chunk ids waiting for one, read in one transaction.
+    pub fn vector_state(
+        &self,
+    ) -> Result<(RoaringBitmap, std::collections::HashSet<u64>), IndexError> {
+        let rtxn = self.env.read_txn().map_err(|e| self.err(e))?;
+        let vectors = match arroy::Reader::<Cosine>::open(&rtxn, ARROY_INDEX, self.vectors) {
+            Ok(reader) => reader.item_ids().clone(),
+            Err(arroy::Error::MissingMetadata(_)) => RoaringBitmap::new(),
+            Err(e) => return Err(IndexError::vectors(&self.path, e)),
+        };
+        let mut pending = std::collections::HashSet::new();
+        for item in self.embed_pending.iter(&rtxn).map_err(|e| self.err(e))? {
+            pending.insert(item.map_err(|e| self.err(e))?.0);
+        }
+        Ok((vectors, pending))
+    }
+
+    /// Whether `chunk_id` still waits for a vector.
+    pub fn is_pending(&self, chunk_id: u64) -> Result<bool, IndexError> {
+        let rtxn = self.env.read_txn().map_err(|e| self.err(e))?;
+        Ok(self
+            .embed_pending
+            .get(&rtxn, &chunk_id)
+            .map_err(|e| self.err(e))?
+            .is_some())
+    }
+
+    /// Chunks waiting for a vector.
+    pub fn pending_count(&self) -> Result<u64, IndexError> {
+        let rtxn = self.env.read_txn().map_err(|e| self.err(e))?;
+        self.embed_pending.len(&rtxn).map_err(|e| self.err(e))
+    }
+
+    /// The `limit` chunks nearest to `query` (cosine distance, smaller is nearer), among
+    /// `candidates` if given. `search_k` trades speed for recall (arroy's default when 0).
+    pub fn nearest(
+        &self,
+        query: &[f32],
+        limit: usize,
+        candidates: Option<&RoaringBitmap>,
+        search_k: usize,
+    ) -> Result<Vec<(u64, f32)>, IndexError> {
+        let rtxn = self.env.read_txn().map_err(|e| self.err(e))?;
+        let reader = match arroy::Reader::<Cosine>::open(&rtxn, ARROY_INDEX, self.vectors) {
+            Ok(reader) => reader,
+            // Nothing embedded yet.
+            Err(arroy::Error::MissingMetadata(_)) => return Ok(Vec::new()),
+            Err(e) => return Err(IndexError::vectors(&self.path, e)),
+        };
+        if reader.dimensions() != query.len() {
+            return Ok(Vec::new());
+        }
+        let mut builder = reader.nns(limit.max(1));
+        if let Some(k) = std::num::NonZeroUsize::new(search_k) {
+            builder.search_k(k);
+        }
+        if let Some(candidates) = candidates {
+            builder.candidates(candidates);
+        }
+        let found = builder
+            .by_vector(&rtxn, query)
+            .map_err(|e| IndexError::vectors(&self.path, e))?;
+        Ok(found
+            .into_iter()
+            .map(|(id, distance)| (u64::from(id), distance))
+            .collect())
+    }
+
     /// Start the writer's transaction. Only the writer thread calls this.
     pub fn write_txn(&self) -> Result<StoreTxn<'_>, IndexError> {
         let wtxn = self.env.write_txn().map_err(|e| self.err(e))?;
@@ -420,11 +579,21 @@ impl StoreTxn<'_> {
                 .map_err(|e| self.store.err(e))?;
         }
         if let Some(old) = self.file(path)? {
+            let arroy = self.arroy()?;
             for id in old.chunk_ids {
                 self.store
                     .chunks
                     .delete(&mut self.wtxn, &id)
                     .map_err(|e| self.store.err(e))?;
+                self.store
+                    .embed_pending
+                    .delete(&mut self.wtxn, &id)
+                    .map_err(|e| self.store.err(e))?;
+                if let (Some(arroy), Ok(item)) = (&arroy, u32::try_from(id)) {
+                    arroy
+                        .del_item(&mut self.wtxn, item)
+                        .map_err(|e| self.vectors_err(e))?;
+                }
             }
             self.store
                 .files
@@ -455,11 +624,41 @@ impl StoreTxn<'_> {
                 .put(&mut self.wtxn, path, symbols)
                 .map_err(|e| self.store.err(e))?;
         }
+        let dims = self.vector_dims()?;
+        let arroy = self.arroy()?;
         for (id, chunk) in chunks {
             self.store
                 .chunks
                 .put(&mut self.wtxn, id, chunk)
                 .map_err(|e| self.store.err(e))?;
+            // Text embedded before (same content elsewhere, or an earlier version of the
+            // tree): its vector comes from the cache, in this same transaction.
+            let cached = match (&arroy, u32::try_from(*id)) {
+                (Some(arroy), Ok(item)) => {
+                    let cached = self
+                        .store
+                        .embed_cache
+                        .get(&self.wtxn, &chunk.hash)
+                        .map_err(|e| self.store.err(e))?
+                        .map(bytes_vector);
+                    match cached {
+                        Some(vector) if Some(vector.len()) == dims => {
+                            arroy
+                                .add_item(&mut self.wtxn, item, &vector)
+                                .map_err(|e| self.vectors_err(e))?;
+                            true
+                        }
+                        _ => false,
+                    }
+                }
+                _ => false,
+            };
+            if !cached {
+                self.store
+                    .embed_pending
+                    .put(&mut self.wtxn, id, &chunk.hash)
+                    .map_err(|e| self.store.err(e))?;
+            }
         }
         self.store
             .files
@@ -476,6 +675,144 @@ impl StoreTxn<'_> {
                 .files
                 .put(&mut self.wtxn, path, &record)
                 .map_err(|e| self.store.err(e))?;
+        }
+        Ok(())
+    }
+
+    /// The recorded vector dimensions, if any.
+    fn vector_dims(&self) -> Result<Option<usize>, IndexError> {
+        let value = self
+            .store
+            .meta
+            .get(&self.wtxn, meta_key::EMBED_DIMS)
+            .map_err(|e| self.store.err(e))?;
+        Ok(value
+            .and_then(|b| b.try_into().ok())
+            .map(|b| u64::from_le_bytes(b) as usize))
+    }
+
+    fn arroy(&self) -> Result<Option<arroy::Writer<Cosine>>, IndexError> {
+        Ok(self
+            .vector_dims()?
+            .map(|dims| arroy::Writer::new(self.store.vectors, ARROY_INDEX, dims)))
+    }
+
+    fn vectors_err(&self, e: arroy::Error) -> IndexError {
+        IndexError::vectors(&self.store.path, e)
+    }
+
+    /// Drop every vector and cached embedding, record `model` as the index's model, and
+    /// queue every chunk for embedding. Used when the model changes.
+    pub fn reset_vectors(&mut self, model: &str) -> Result<u64, IndexError> {
+        let store = self.store;
+        store
+            .vectors
+            .clear(&mut self.wtxn)
+            .map_err(|e| store.err(e))?;
+        store
+            .embed_cache
+            .clear(&mut self.wtxn)
+            .map_err(|e| store.err(e))?;
+        store
+            .embed_pending
+            .clear(&mut self.wtxn)
+            .map_err(|e| store.err(e))?;
+        store
+            .meta
+            .delete(&mut self.wtxn, meta_key::EMBED_DIMS)
+            .map_err(|e| store.err(e))?;
+        store
+            .meta
+            .put(&mut self.wtxn, meta_key::EMBED_MODEL, model.as_bytes())
+            .map_err(|e| store.err(e))?;
+        let mut chunks = Vec::new();
+        for item in store.chunks.iter(&self.wtxn).map_err(|e| store.err(e))? {
+            let (id, record) = item.map_err(|e| store.err(e))?;
+            chunks.push((id, record.hash));
+        }
+        for (id, hash) in &chunks {
+            store
+                .embed_pending
+                .put(&mut self.wtxn, id, hash)
+                .map_err(|e| store.err(e))?;
+        }
+        Ok(chunks.len() as u64)
+    }
+
+    /// Store vectors computed by the embedding worker for chunks that still exist (a chunk
+    /// deleted meanwhile is skipped). Returns how many were stored.
+    pub fn put_vectors(&mut self, items: &[EmbeddedChunk]) -> Result<usize, IndexError> {
+        let store = self.store;
+        let Some(first) = items.first() else {
+            return Ok(0);
+        };
+        let dims = match self.vector_dims()? {
+            Some(dims) => dims,
+            None => {
+                store
+                    .meta
+                    .put(
+                        &mut self.wtxn,
+                        meta_key::EMBED_DIMS,
+                        &(first.vector.len() as u64).to_le_bytes(),
+                    )
+                    .map_err(|e| store.err(e))?;
+                first.vector.len()
+            }
+        };
+        let arroy = arroy::Writer::<Cosine>::new(store.vectors, ARROY_INDEX, dims);
+        let mut stored = 0;
+        for item in items {
+            let Ok(item_id) = u32::try_from(item.chunk_id) else {
+                continue;
+            };
+            if item.vector.len() != dims {
+                tracing::warn!(
+                    got = item.vector.len(),
+                    dims,
+                    "embedding with unexpected dimensions dropped"
+                );
+                continue;
+            }
+            let pending = store
+                .embed_pending
+                .get(&self.wtxn, &item.chunk_id)
+                .map_err(|e| store.err(e))?;
+            if pending != Some(item.hash) {
+                continue;
+            }
+            arroy
+                .add_item(&mut self.wtxn, item_id, &item.vector)
+                .map_err(|e| self.vectors_err(e))?;
+            store
+                .embed_cache
+                .put(&mut self.wtxn, &item.hash, &vector_bytes(&item.vector))
+                .map_err(|e| store.err(e))?;
+            store
+                .embed_pending
+                .delete(&mut self.wtxn, &item.chunk_id)
+                .map_err(|e| store.err(e))?;
+            stored += 1;
+        }
+        Ok(stored)
+    }
+
+    /// Rebuild arroy's trees for the vectors changed in this transaction (required before
+    /// readers can search them).
+    pub fn build_vectors(&mut self, seed: u64) -> Result<(), IndexError> {
+        use rand::SeedableRng;
+        let Some(arroy) = self.arroy()? else {
+            return Ok(());
+        };
+        let need = arroy
+            .need_build(&self.wtxn)
+            .map_err(|e| self.vectors_err(e))?;
+        if need {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+            arroy
+                .builder(&mut rng)
+                .build(&mut self.wtxn)
+                .map_err(|e| self.vectors_err(e))?;
         }
         Ok(())
     }

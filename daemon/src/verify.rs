@@ -75,6 +75,32 @@ pub fn verify(
         }
     }
 
+    // Vectors: every chunk has a vector or waits for one (not both); no vector of a chunk
+    // that is gone.
+    let (vectors, pending) = index.store.vector_state()?;
+    for (id, path) in &chunks {
+        let has_vector = u32::try_from(*id).is_ok_and(|item| vectors.contains(item));
+        match (has_vector, pending.contains(id)) {
+            (true, true) => problems.push(format!(
+                "chunk {id} ({path}) has a vector and waits for one"
+            )),
+            (false, false) => problems.push(format!(
+                "chunk {id} ({path}) has no vector and none is pending"
+            )),
+            _ => {}
+        }
+    }
+    for item in &vectors {
+        if !chunks.contains_key(&u64::from(item)) {
+            problems.push(format!("vector of unknown chunk {item}"));
+        }
+    }
+    for id in &pending {
+        if !chunks.contains_key(id) {
+            problems.push(format!("pending mark of unknown chunk {id}"));
+        }
+    }
+
     // Disk: every indexable file is indexed with its current content, nothing else is.
     let scanned = scan::scan(root, limits);
     let mut on_disk = HashSet::new();

@@ -10,6 +10,11 @@
 //!
 //! On open, any dirty path has its tantivy documents and LMDB records dropped, and the
 //! reconcile pass then re-indexes it (see [`recover`]).
+//!
+//! Vectors live in LMDB only (arroy), so they need no intent: step 3 writes a chunk's vector
+//! (from the embedding cache) or its pending mark with its record, and vectors computed
+//! later by the embedding worker arrive as [`WriteOp::Vectors`]; every commit that changed a
+//! vector rebuilds arroy's trees before it commits.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -20,7 +25,7 @@ use crate::chunk::Chunk;
 use crate::error::IndexError;
 use crate::lexical::ChunkDoc;
 use crate::project::ProjectIndex;
-use crate::store::{ChunkRecord, FileRecord, SymbolRecord};
+use crate::store::{ChunkRecord, EmbeddedChunk, FileRecord, SymbolRecord};
 use crate::syntax::Symbol;
 
 /// Staged changes are committed at least this often while updates flow.
@@ -64,6 +69,8 @@ pub enum WriteOp {
     },
     /// Drop a file.
     Remove(String),
+    /// Vectors for chunks waiting for one (from the embedding worker).
+    Vectors(Vec<EmbeddedChunk>),
     /// Commit now and report the outcome.
     Flush(mpsc::Sender<Result<(), String>>),
 }
@@ -126,6 +133,7 @@ enum Staged {
     ),
     Touch(String, u64, u64),
     Remove(String),
+    Vectors(Vec<EmbeddedChunk>),
 }
 
 struct Writer {
@@ -236,6 +244,7 @@ impl Writer {
                 self.lexical_paths.insert(path.clone());
                 self.staged.push(Staged::Remove(path));
             }
+            WriteOp::Vectors(items) => self.staged.push(Staged::Vectors(items)),
             WriteOp::Flush(_) => unreachable!("flush is handled by run"),
         }
         Ok(())
@@ -275,6 +284,7 @@ impl Writer {
         }
         let lexical_ms = started.elapsed().as_secs_f64() * 1e3;
         let mut txn = store.write_txn()?;
+        let mut n_vectors = 0;
         for staged in self.staged.drain(..) {
             match staged {
                 Staged::Put(path, record, chunks, symbols) => {
@@ -282,16 +292,22 @@ impl Writer {
                 }
                 Staged::Touch(path, size, mtime_ns) => txn.touch_file(&path, size, mtime_ns)?,
                 Staged::Remove(path) => txn.remove_file(&path)?,
+                Staged::Vectors(items) => {
+                    n_vectors += txn.put_vectors(&items)?;
+                }
             }
         }
+        txn.build_vectors(self.next_chunk_id)?;
         if !self.lexical_paths.is_empty() {
             txn.clear_dirty()?;
         }
         txn.commit(self.next_chunk_id)?;
         self.lexical_paths.clear();
         self.index.refresh_counts();
+        self.index.embed_wake.notify();
         tracing::debug!(
             files = n_staged,
+            vectors = n_vectors,
             lexical_ms,
             total_ms = started.elapsed().as_secs_f64() * 1e3,
             "committed"
@@ -309,6 +325,21 @@ fn crash_point(name: &str) {
         tracing::error!(point = name, "AMANMCP_CRASH_AT: aborting");
         std::process::abort();
     }
+}
+
+/// Make the index's vectors those of `model`: an index holding another model's vectors (or
+/// none recorded) has them dropped and every chunk queued for embedding. Runs before the
+/// writer starts. Returns the chunks queued.
+pub fn adopt_model(index: &ProjectIndex, model: &str) -> Result<Option<u64>, IndexError> {
+    let (current, _) = index.store.vector_model()?;
+    if current.as_deref() == Some(model) {
+        return Ok(None);
+    }
+    let next_chunk_id = index.store.next_chunk_id()?;
+    let mut txn = index.store.write_txn()?;
+    let queued = txn.reset_vectors(model)?;
+    txn.commit(next_chunk_id)?;
+    Ok(Some(queued))
 }
 
 /// Undo a commit interrupted by a crash: drop every dirty path from tantivy and LMDB, so the

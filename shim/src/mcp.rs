@@ -29,6 +29,8 @@ use crate::link::{DaemonLink, LinkError, state_name};
 pub const MAX_LIMIT: u64 = 100;
 /// `limit` when none is given.
 pub const DEFAULT_LIMIT: u64 = 10;
+/// Deepest page start a search may ask for.
+pub const MAX_OFFSET: u64 = 900;
 /// Largest `limit` of a symbol lookup.
 pub const MAX_LOOKUP_LIMIT: u64 = 50;
 /// Default `limit` of a symbol lookup.
@@ -166,13 +168,16 @@ impl AmanServer {
         let limit = optional_integer(args, "limit", 1, MAX_LIMIT)?.unwrap_or(DEFAULT_LIMIT);
         let path_glob = optional_string(args, "path")?;
         let language = optional_string(args, "language")?;
+        let offset = optional_integer(args, "offset", 0, MAX_OFFSET)?.unwrap_or(0);
+        let mode = optional_mode(args)?;
         let request = pb::SearchRequest {
             root: self.root().await,
             query: query.clone(),
             limit: limit as u32,
-            offset: 0,
+            offset: offset as u32,
             path_glob,
             language,
+            mode,
         };
         let reply = self
             .link
@@ -404,6 +409,7 @@ impl AmanServer {
             limit: limit as u32,
             path_glob: optional_string(args, "in_path")?,
             language: optional_string(args, "language")?,
+            mode: optional_mode(args)?,
         };
         let reply = self
             .link
@@ -439,6 +445,20 @@ impl AmanServer {
         if let Some(notice) = &status.notice {
             structured["notice"] = json!(notice);
         }
+        if let Some(vectors) = &status.vectors {
+            structured["embedding"] = json!({
+                "model": vectors.model,
+                "embedder": vectors.embedder,
+                "embedded": vectors.embedded,
+                "pending": vectors.pending,
+                "chunks_per_second": vectors.rate,
+                "health": vectors.health,
+            });
+            if vectors.pending > 0 && vectors.rate > 0.0 {
+                structured["embedding"]["eta_seconds"] =
+                    json!((vectors.pending as f64 / vectors.rate).ceil());
+            }
+        }
         let mut text = format!(
             "Project {}\nState: {}\nFiles: {}  Chunks: {}\nProgress: {}/{} files\nIndex size: {} bytes (source {} bytes)\n",
             status.root,
@@ -462,6 +482,15 @@ impl AmanServer {
             text.push_str(&format!("Last error: {error}\n"));
         }
         text.push_str(&format!("Watching: {}\n", status.watch));
+        match &status.vectors {
+            Some(vectors) => text.push_str(&format!(
+                "Semantic: {}; embedder {} ({})\n",
+                embedding_progress(vectors),
+                vectors.embedder,
+                vectors.health
+            )),
+            None => text.push_str("Semantic: off (keyword search only)\n"),
+        }
         if let Some(notice) = &status.notice {
             text.push_str(&format!("Notice: {notice}\n"));
         }
@@ -493,12 +522,21 @@ fn search_result(label: &str, reply: pb::SearchReply) -> CallToolResult {
             item
         })
         .collect();
-    let notice = indexing_notice(&index);
+    let mut notice = indexing_notice(&index);
+    if let Some(reason) = &reply.semantic_unavailable {
+        let text = format!("Semantic search unavailable ({reason}); these are keyword results.");
+        notice = Some(match notice {
+            Some(n) => format!("{n} {text}"),
+            None => text,
+        });
+    }
     let mut structured = json!({
         "results": results,
         "total": reply.total,
         "truncated": reply.truncated,
         "index": index_summary(&index),
+        "semantic": reply.semantic_used,
+        "vectors_complete": reply.vectors_complete,
     });
     if let Some(notice) = &notice {
         structured["notice"] = json!(notice);
@@ -599,16 +637,52 @@ fn optional_integer(
 }
 
 fn index_summary(status: &pb::ProjectStatus) -> Value {
-    json!({
+    let mut summary = json!({
         "state": state_name(status.state),
         "files": status.files,
         "chunks": status.chunks,
-    })
+    });
+    if let Some(vectors) = &status.vectors {
+        summary["embedded"] = json!(vectors.embedded);
+    }
+    summary
+}
+
+/// The `mode` argument: `hybrid` (default), `lexical` or `semantic`.
+fn optional_mode(args: &JsonObject) -> Result<String, ToolError> {
+    let mode = optional_string(args, "mode")?.unwrap_or_default();
+    match mode.as_str() {
+        "" | "hybrid" | "lexical" | "semantic" => Ok(mode),
+        other => Err(ToolError::Argument(format!(
+            "argument `mode` must be one of hybrid, lexical, semantic (got {other:?})"
+        ))),
+    }
+}
+
+/// Embedding progress as words: `1200/3400 chunks embedded (85.2 chunks/s, ~27 s left)`.
+fn embedding_progress(vectors: &pb::VectorStatus) -> String {
+    let total = vectors.embedded + vectors.pending;
+    let mut out = format!("{}/{} chunks embedded", vectors.embedded, total);
+    if vectors.pending > 0 && vectors.rate > 0.0 {
+        let eta = vectors.pending as f64 / vectors.rate;
+        out.push_str(&format!(
+            " ({:.1} chunks/s, ~{:.0} s left)",
+            vectors.rate,
+            eta.ceil()
+        ));
+    }
+    out
 }
 
 fn indexing_notice(status: &pb::ProjectStatus) -> Option<String> {
     (state_name(status.state) == "indexing").then(|| {
-        if status.files_total == 0 {
+        let lexical_done = status.files_total > 0 && status.files_done >= status.files_total;
+        if let Some(vectors) = status.vectors.as_ref().filter(|v| v.pending > 0 && lexical_done) {
+            format!(
+                "Keyword search is complete; semantic vectors are still being computed ({}), so meaning-based ranking may miss some code.",
+                embedding_progress(vectors)
+            )
+        } else if status.files_total == 0 {
             "The index is still being built (scanning files); results may be incomplete.".into()
         } else {
             format!(
@@ -672,7 +746,8 @@ fn index_schema() -> Value {
         "properties": {
             "state": {"type": "string", "enum": ["indexing", "ready", "error"]},
             "files": {"type": "integer", "description": "Files searchable now."},
-            "chunks": {"type": "integer", "description": "Chunks searchable now."}
+            "chunks": {"type": "integer", "description": "Chunks searchable now."},
+            "embedded": {"type": "integer", "description": "Chunks with a semantic vector (absent when semantic search is off). `state` is `ready` only when every chunk has one."}
         },
         "required": ["state", "files", "chunks"]
     })
@@ -750,6 +825,19 @@ pub fn tools() -> Vec<Tool> {
             "language": {
                 "type": "string",
                 "description": "Only files of this language, e.g. `rust`, `python`, `typescript`, `go`, `markdown`."
+            },
+            "mode": {
+                "type": "string",
+                "enum": ["hybrid", "lexical", "semantic"],
+                "default": "hybrid",
+                "description": "hybrid (default): keywords and meaning, fused; lexical: exact words and identifiers only; semantic: meaning only."
+            },
+            "offset": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": MAX_OFFSET,
+                "default": 0,
+                "description": "Results to skip, for the next page."
             }
         },
         "required": ["query"]
@@ -777,7 +865,9 @@ pub fn tools() -> Vec<Tool> {
             "total": {"type": "integer", "description": "Matching chunks in all."},
             "truncated": {"type": "boolean", "description": "True when more results exist than returned."},
             "index": index_schema(),
-            "notice": {"type": "string", "description": "Present while the index is incomplete."}
+            "semantic": {"type": "boolean", "description": "Whether semantic vectors took part in the ranking."},
+            "vectors_complete": {"type": "boolean", "description": "Whether every chunk had its vector when the search ran."},
+            "notice": {"type": "string", "description": "Present while the index is incomplete, or when semantic search was unavailable."}
         },
         "required": ["results", "total", "truncated", "index"]
     });
@@ -812,6 +902,22 @@ pub fn tools() -> Vec<Tool> {
         "notice".into(),
         json!({"type": "string", "description": "Set when the index had to be rebuilt."}),
     );
+    props.insert(
+        "embedding".into(),
+        json!({
+            "type": "object",
+            "description": "Semantic vectors: absent when semantic search is off.",
+            "properties": {
+                "model": {"type": "string"},
+                "embedder": {"type": "string"},
+                "embedded": {"type": "integer"},
+                "pending": {"type": "integer"},
+                "chunks_per_second": {"type": "number"},
+                "eta_seconds": {"type": "number", "description": "Seconds until every chunk has its vector, at the current rate (absent when unknown)."},
+                "health": {"type": "string", "description": "ok, unknown (not used yet) or error: ..."}
+            }
+        }),
+    );
     vec![
         Tool::new(
             "search",
@@ -833,6 +939,7 @@ pub fn tools() -> Vec<Tool> {
                     "snippet": {"type": "string", "description": "A piece of code to compare against."},
                     "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT, "description": "Maximum number of results (1-100, default 10)."},
                     "in_path": {"type": "string", "description": "Only files whose path matches this glob, e.g. `src/**/*.rs`."},
+                    "mode": {"type": "string", "enum": ["hybrid", "lexical", "semantic"], "default": "hybrid", "description": "hybrid (default): shared terms and meaning, fused; lexical: shared terms only; semantic: meaning only."},
                     "language": {"type": "string", "description": "Only files of this language, e.g. `rust`, `python`."}
                 }
             })),

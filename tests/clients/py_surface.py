@@ -76,9 +76,16 @@ async def main(shim, project):
             (root / "fresh_module.py").write_text("def zfreshtoken():\n    return 1\n")
             result = dump(await session.call_tool("reindex", {"path": "fresh_module.py"}))
             check(not result.get("isError"), "reindex one path", result)
-            found = dump(await session.call_tool("search", {"query": "zfreshtoken"}))
+            found = dump(await session.call_tool("search", {"query": "zfreshtoken", "mode": "lexical"}))
             paths = [h["path"] for h in found["structuredContent"]["results"]]
             check(paths == ["fresh_module.py"], "reindexed path is searchable", found)
+            # Hybrid: an identifier query gets its definition first, vectors taking part.
+            found = dump(await session.call_tool("search", {"query": "zfreshtoken"}))
+            paths = [h["path"] for h in found["structuredContent"]["results"]]
+            check(paths[:1] == ["fresh_module.py"], "hybrid puts the definition first", found)
+            check(found["structuredContent"]["semantic"] is True, "hybrid uses vectors", found)
+            bad = dump(await session.call_tool("search", {"query": "x", "mode": "fuzzy"}))
+            check(bad.get("isError") is True and "mode" in bad["content"][0]["text"], "bad mode named", bad)
             similar = dump(await session.call_tool("similar", {"path": "pkg/m1.py", "line": 1, "limit": 5}))
             check(not similar.get("isError"), "similar", similar)
             sim_paths = [h["path"] for h in similar["structuredContent"]["results"]]

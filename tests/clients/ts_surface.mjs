@@ -43,6 +43,21 @@ for (let i = 0; i < 300 && !hit; i++) {
 }
 check(hit && hit.start_line <= 6 && 6 <= hit.end_line, 'search finds the function', hit);
 
+// semantic and paginated search (the built-in embedder works offline)
+let semantic;
+for (let i = 0; i < 600; i++) {
+  const status = await client.callTool({ name: 'index-status', arguments: {} });
+  if (status.structuredContent.state === 'ready') break;
+  await sleep(100);
+}
+semantic = await client.callTool({ name: 'search', arguments: { query: 'check a password against its stored hash', mode: 'semantic', limit: 3 } });
+check(!semantic.isError && semantic.structuredContent.semantic === true && semantic.structuredContent.vectors_complete === true, 'semantic search', semantic);
+check(semantic.structuredContent.results.length > 0 && semantic.structuredContent.index.embedded === semantic.structuredContent.index.chunks, 'vectors complete', semantic.structuredContent.index);
+const page2 = await client.callTool({ name: 'search', arguments: { query: 'password', limit: 1, offset: 1 } });
+check(!page2.isError && page2.structuredContent.results.length <= 1, 'offset pages', page2);
+const status = await client.callTool({ name: 'index-status', arguments: {} });
+check(status.structuredContent.embedding && status.structuredContent.embedding.health === 'ok', 'index-status embedding', status.structuredContent);
+
 const found = await client.callTool({ name: 'lookup', arguments: { symbol: 'verify_password' } });
 check(!found.isError && found.structuredContent.matches[0].kind === 'function', 'lookup by symbol', found);
 

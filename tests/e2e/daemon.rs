@@ -44,6 +44,7 @@ fn amanctl_status_reports_projects_in_text_and_json() {
     let mut shim = amanmcp_tests::Shim::start(&env, &root);
     shim.initialize();
     shim.search_until("alpha", "a.py");
+    env.wait_ready();
     let (running, status) = env.status();
     assert!(running);
     assert_eq!(status["version"], env!("CARGO_PKG_VERSION"));

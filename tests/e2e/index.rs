@@ -54,7 +54,10 @@ fn project_status(env: &TestEnv) -> Value {
 }
 
 fn hits(shim: &mut Shim, query: &str) -> Vec<String> {
-    let reply = shim.call_tool("search", json!({"query": query, "limit": 50}));
+    let reply = shim.call_tool(
+        "search",
+        json!({"query": query, "limit": 50, "mode": "lexical"}),
+    );
     assert_ne!(reply["result"]["isError"], json!(true), "{reply}");
     reply["result"]["structuredContent"]["results"]
         .as_array()
@@ -368,7 +371,8 @@ fn hostile_trees_are_indexed_without_hanging_or_panicking() {
             "{reason} not counted: {status}"
         );
     }
-    assert_eq!(status["state"], "ready", "{status}");
+    env.wait_ready();
+    assert_eq!(project_status(&env)["state"], "ready");
 
     let mut shim = Shim::start(&env, &root);
     shim.initialize();

@@ -7,4 +7,5 @@ mod lookup;
 mod mcp;
 mod mcp_client;
 mod quality;
+mod semantic;
 mod watch;

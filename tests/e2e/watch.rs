@@ -7,7 +7,10 @@ use amanmcp_tests::{Shim, TestEnv};
 use serde_json::json;
 
 fn paths(shim: &mut Shim, query: &str) -> Vec<String> {
-    let reply = shim.call_tool("search", json!({"query": query, "limit": 50}));
+    let reply = shim.call_tool(
+        "search",
+        json!({"query": query, "limit": 50, "mode": "lexical"}),
+    );
     assert_ne!(reply["result"]["isError"], json!(true), "{reply}");
     let mut out: Vec<String> = reply["result"]["structuredContent"]["results"]
         .as_array()

@@ -192,6 +192,16 @@ async fn status(as_json: bool) -> ExitCode {
                 if let Some(error) = &p.last_error {
                     v["last_error"] = json!(error);
                 }
+                if let Some(vectors) = &p.vectors {
+                    v["embedding"] = json!({
+                        "model": vectors.model,
+                        "embedder": vectors.embedder,
+                        "embedded": vectors.embedded,
+                        "pending": vectors.pending,
+                        "chunks_per_second": vectors.rate,
+                        "health": vectors.health,
+                    });
+                }
                 v
             })
             .collect();
@@ -241,6 +251,25 @@ async fn status(as_json: bool) -> ExitCode {
                 p.last_pass_ms, p.last_pass_changed, p.last_pass_removed
             );
             println!("    watch:  {}", p.watch);
+            match &p.vectors {
+                Some(v) => {
+                    let mut line = format!(
+                        "    vectors: {}/{} chunks embedded",
+                        v.embedded,
+                        v.embedded + v.pending
+                    );
+                    if v.pending > 0 && v.rate > 0.0 {
+                        line.push_str(&format!(
+                            " ({:.1}/s, ~{:.0} s left)",
+                            v.rate,
+                            (v.pending as f64 / v.rate).ceil()
+                        ));
+                    }
+                    println!("{line}");
+                    println!("    embedder: {} [{}]", v.embedder, v.health);
+                }
+                None => println!("    vectors: off (keyword search only)"),
+            }
             if let Some(notice) = &p.notice {
                 println!("    notice: {notice}");
             }
@@ -328,7 +357,21 @@ async fn index(path: Option<std::path::PathBuf>, no_wait: bool) -> ExitCode {
         }
     };
     println!("indexing {root}");
+    // An embedder that keeps failing does not hold the command forever: keyword search is
+    // ready, and the vectors come once the embedder answers.
+    let mut failing_since: Option<std::time::Instant> = None;
     while !no_wait && state_name(status.state) == "indexing" {
+        let lexical_done = status.passes > 0;
+        let failing = status
+            .vectors
+            .as_ref()
+            .is_some_and(|v| v.health.starts_with("error"));
+        match (lexical_done && failing, failing_since) {
+            (true, None) => failing_since = Some(std::time::Instant::now()),
+            (true, Some(since)) if since.elapsed() > Duration::from_secs(10) => break,
+            (false, _) => failing_since = None,
+            _ => {}
+        }
         tokio::time::sleep(Duration::from_millis(200)).await;
         let reply = link
             .call(|mut client| async move {
@@ -346,7 +389,16 @@ async fn index(path: Option<std::path::PathBuf>, no_wait: bool) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         }
-        eprint!("\r  {}/{} files", status.files_done, status.files_total);
+        match &status.vectors {
+            Some(v) if status.passes > 0 => eprint!(
+                "\r  {}/{} files, {}/{} chunks embedded",
+                status.files_done,
+                status.files_total,
+                v.embedded,
+                v.embedded + v.pending
+            ),
+            _ => eprint!("\r  {}/{} files", status.files_done, status.files_total),
+        }
     }
     if !no_wait {
         eprintln!();
@@ -360,6 +412,15 @@ async fn index(path: Option<std::path::PathBuf>, no_wait: bool) -> ExitCode {
         human_bytes(status.source_bytes),
         started.elapsed().as_secs_f64()
     );
+    if let Some(v) = &status.vectors {
+        println!(
+            "semantic: {}/{} chunks embedded by {} [{}]",
+            v.embedded,
+            v.embedded + v.pending,
+            v.embedder,
+            v.health
+        );
+    }
     if let Some(error) = &status.last_error {
         println!("last error: {error}");
         return ExitCode::FAILURE;

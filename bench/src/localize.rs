@@ -1,0 +1,319 @@
+//! Issue -> code localization through the real daemon (SWE-bench Lite/Verified, the Rust
+//! set). Each repository is cloned once (sharing the bare directory's objects) and checked
+//! out at each base commit in commit-date order, so the daemon re-indexes, and re-embeds,
+//! only what changed between neighbouring commits (as it would for a developer).
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use amanmcp_proto::pb;
+use anyhow::{Context, bail};
+use serde_json::Value;
+
+use crate::{project_status, start_daemon_with, wait_for_vectors};
+
+/// What to run.
+pub struct Options {
+    pub data: PathBuf,
+    pub mirrors: PathBuf,
+    pub repo: Option<String>,
+    pub per_repo: Option<usize>,
+    pub modes: Vec<String>,
+    pub only_ext: Option<String>,
+    pub workdir: Option<PathBuf>,
+}
+
+struct Issue {
+    id: String,
+    repo: String,
+    commit: String,
+    queries: [(&'static str, String); 2],
+    gold_files: Vec<String>,
+    gold_lines: HashMap<String, Vec<u32>>,
+}
+
+/// Sums over issues for one (query form, mode).
+#[derive(Default, Clone)]
+struct Tally {
+    n: f64,
+    recall: [f64; 3],
+    rr: f64,
+    chunk_hit: [f64; 3],
+    latencies: Vec<f64>,
+}
+
+const KS: [usize; 3] = [1, 5, 10];
+/// Chunks asked for: enough to fill ten distinct files almost always.
+const DEPTH: u32 = 60;
+
+fn git(args: &[&str], dir: Option<&Path>) -> anyhow::Result<String> {
+    let mut command = Command::new("git");
+    if let Some(dir) = dir {
+        command.current_dir(dir);
+    }
+    let out = command.args(args).output()?;
+    if !out.status.success() {
+        bail!(
+            "git {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn load(options: &Options) -> anyhow::Result<Vec<Issue>> {
+    let text = std::fs::read_to_string(&options.data)
+        .with_context(|| format!("reading {}", options.data.display()))?;
+    let mut issues = Vec::new();
+    let mut per_repo: HashMap<String, usize> = HashMap::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let v: Value = serde_json::from_str(line)?;
+        let repo = v["repo"].as_str().context("repo")?.to_string();
+        if options
+            .repo
+            .as_ref()
+            .is_some_and(|r| !repo.contains(r.as_str()))
+        {
+            continue;
+        }
+        let count = per_repo.entry(repo.clone()).or_default();
+        if options.per_repo.is_some_and(|max| *count >= max) {
+            continue;
+        }
+        *count += 1;
+        let keep = |path: &str| {
+            options
+                .only_ext
+                .as_ref()
+                .is_none_or(|ext| path.ends_with(&format!(".{ext}")))
+        };
+        let gold_files: Vec<String> = v["gold_files"]
+            .as_array()
+            .context("gold_files")?
+            .iter()
+            .filter_map(|f| f.as_str())
+            .filter(|f| keep(f))
+            .map(String::from)
+            .collect();
+        if gold_files.is_empty() {
+            continue;
+        }
+        let gold_lines = v["gold_lines"]
+            .as_object()
+            .map(|o| {
+                o.iter()
+                    .map(|(path, lines)| {
+                        let lines = lines
+                            .as_array()
+                            .map(|a| {
+                                a.iter()
+                                    .filter_map(|n| n.as_u64())
+                                    .map(|n| n as u32)
+                                    .collect()
+                            })
+                            .unwrap_or_default();
+                        (path.clone(), lines)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        issues.push(Issue {
+            id: v["instance_id"].as_str().unwrap_or("?").to_string(),
+            repo,
+            commit: v["base_commit"]
+                .as_str()
+                .context("base_commit")?
+                .to_string(),
+            queries: [
+                ("query", v["query"].as_str().context("query")?.to_string()),
+                (
+                    "query_title",
+                    v["query_title"]
+                        .as_str()
+                        .context("query_title")?
+                        .to_string(),
+                ),
+            ],
+            gold_files,
+            gold_lines,
+        });
+    }
+    Ok(issues)
+}
+
+/// Run the localization benchmark and print its table.
+pub async fn run(options: Options) -> anyhow::Result<()> {
+    let issues = load(&options)?;
+    if issues.is_empty() {
+        bail!("no issues selected");
+    }
+    let scratch = tempfile::Builder::new()
+        .prefix("amanmcp-localize-")
+        .tempdir_in("/tmp")?;
+    let workdir = options
+        .workdir
+        .clone()
+        .unwrap_or_else(|| scratch.path().to_path_buf());
+    let (daemon, mut client) = start_daemon_with(&[("AMANMCP_WATCH", "0")]).await?;
+    let mut by_repo: BTreeMap<String, Vec<&Issue>> = BTreeMap::new();
+    for issue in &issues {
+        by_repo.entry(issue.repo.clone()).or_default().push(issue);
+    }
+    let mut tallies: BTreeMap<(String, String), Tally> = BTreeMap::new();
+    let started = Instant::now();
+    for (repo, mut repo_issues) in by_repo {
+        let bare = options.mirrors.join(repo.replace('/', "+")).join("repo");
+        if !bare.is_dir() {
+            bail!("{} not found: fetch github:{repo} first", bare.display());
+        }
+        let checkout = workdir.join(repo.replace('/', "+"));
+        if !checkout.join(".git").is_dir() {
+            let _ = std::fs::remove_dir_all(&checkout);
+            git(
+                &[
+                    "clone",
+                    "--quiet",
+                    "--shared",
+                    "--no-checkout",
+                    &bare.to_string_lossy(),
+                    &checkout.to_string_lossy(),
+                ],
+                None,
+            )?;
+        }
+        // Oldest first: neighbouring commits share most of their files.
+        let mut dated = Vec::new();
+        for issue in repo_issues.drain(..) {
+            let date: i64 = git(
+                &["log", "-1", "--format=%ct", &issue.commit],
+                Some(&checkout),
+            )?
+            .trim()
+            .parse()
+            .unwrap_or(0);
+            dated.push((date, issue));
+        }
+        dated.sort_by_key(|(date, _)| *date);
+        let root = checkout.canonicalize()?.to_string_lossy().into_owned();
+        for (_, issue) in dated {
+            let t = Instant::now();
+            git(
+                &["checkout", "--quiet", "--force", &issue.commit],
+                Some(&checkout),
+            )?;
+            git(&["clean", "--quiet", "-fdx"], Some(&checkout))?;
+            let passes = match project_status(&mut client, &root).await {
+                Ok(status) => status.passes,
+                Err(_) => 0,
+            };
+            client
+                .reindex(pb::ReindexRequest {
+                    root: root.clone(),
+                    path: None,
+                })
+                .await?;
+            loop {
+                let status = project_status(&mut client, &root).await?;
+                if status.passes > passes {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            let lexical_s = t.elapsed().as_secs_f64();
+            let status = wait_for_vectors(&mut client, &root, Duration::from_secs(3600)).await?;
+            eprintln!(
+                "{}: {} files, {} chunks; indexed in {lexical_s:.1} s, vectors after {:.1} s (last pass changed {} files)",
+                issue.id,
+                status.files,
+                status.chunks,
+                t.elapsed().as_secs_f64(),
+                status.last_pass_changed
+            );
+            for (form, query) in &issue.queries {
+                for mode in &options.modes {
+                    let t = Instant::now();
+                    let reply = client
+                        .search(pb::SearchRequest {
+                            root: root.clone(),
+                            query: query.clone(),
+                            limit: DEPTH,
+                            mode: mode.clone(),
+                            ..Default::default()
+                        })
+                        .await?
+                        .into_inner();
+                    let ms = t.elapsed().as_secs_f64() * 1e3;
+                    let tally = tallies.entry((form.to_string(), mode.clone())).or_default();
+                    score(tally, issue, &reply, options.only_ext.as_deref());
+                    tally.latencies.push(ms);
+                }
+            }
+        }
+    }
+    drop(daemon);
+    println!(
+        "localization: {} issues from {} in {:.0} s",
+        issues.len(),
+        options.data.display(),
+        started.elapsed().as_secs_f64()
+    );
+    println!(
+        "{:<12} {:<9} {:>6} {:>6} {:>6} {:>6} {:>8} {:>8} {:>8} {:>9}",
+        "query", "mode", "R@1", "R@5", "R@10", "MRR", "hit@1", "hit@5", "hit@10", "p50 ms"
+    );
+    for ((form, mode), tally) in &tallies {
+        let n = tally.n.max(1.0);
+        let mut latencies = tally.latencies.clone();
+        latencies.sort_by(f64::total_cmp);
+        println!(
+            "{form:<12} {mode:<9} {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>8.3} {:>8.3} {:>8.3} {:>9.1}",
+            tally.recall[0] / n,
+            tally.recall[1] / n,
+            tally.recall[2] / n,
+            tally.rr / n,
+            tally.chunk_hit[0] / n,
+            tally.chunk_hit[1] / n,
+            tally.chunk_hit[2] / n,
+            crate::percentile(&latencies, 0.5),
+        );
+    }
+    Ok(())
+}
+
+fn score(tally: &mut Tally, issue: &Issue, reply: &pb::SearchReply, only_ext: Option<&str>) {
+    let keep = |path: &str| only_ext.is_none_or(|ext| path.ends_with(&format!(".{ext}")));
+    let mut files: Vec<&str> = Vec::new();
+    for hit in reply.results.iter().filter(|h| keep(&h.path)) {
+        if !files.contains(&hit.path.as_str()) {
+            files.push(&hit.path);
+        }
+    }
+    tally.n += 1.0;
+    let gold = &issue.gold_files;
+    for (i, k) in KS.iter().enumerate() {
+        let found = gold
+            .iter()
+            .filter(|g| files.iter().take(*k).any(|f| f == g))
+            .count();
+        tally.recall[i] += found as f64 / gold.len() as f64;
+    }
+    if let Some(rank) = files.iter().position(|f| gold.iter().any(|g| g == f)) {
+        tally.rr += 1.0 / (rank + 1) as f64;
+    }
+    let chunks: Vec<&pb::SearchHit> = reply.results.iter().filter(|h| keep(&h.path)).collect();
+    let hits_gold = |hit: &pb::SearchHit| {
+        issue.gold_lines.get(&hit.path).is_some_and(|lines| {
+            lines
+                .iter()
+                .any(|l| hit.start_line <= *l && *l <= hit.end_line)
+        })
+    };
+    for (i, k) in KS.iter().enumerate() {
+        if chunks.iter().take(*k).any(|h| hits_gold(h)) {
+            tally.chunk_hit[i] += 1.0;
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! The built-in embedder: sentence-transformers/paraphrase-MiniLM-L3-v2 (3 layers, 384
+//! dimensions, Apache-2.0), its weights stored 4-bit in the `pocket-encoder` crate
+//! (MIT/Apache-2.0) and compiled into the binary; inference on candle, pure Rust, CPU.
+//! Works offline right after `cargo build`: no download, no server.
+
+use rayon::prelude::*;
+
+use super::{EmbedError, Embedder, Purpose};
+
+/// Bytes of a document the model reads by default. Its cost grows with the tokens (at most
+/// 128): on 2 cores, ~57 chunks/s for whole 30-line chunks, ~98/s for their first 250
+/// bytes, ~130/s for 150 (see bench/README.md for the quality side of this choice).
+pub const DEFAULT_MAX_BYTES: usize = 256;
+/// Queries are cut at the model's own limit only.
+const MAX_QUERY_BYTES: usize = 2048;
+
+/// The compiled-in MiniLM.
+pub struct Builtin {
+    encoder: pocket_encoder::Encoder,
+    model_id: String,
+    batch_size: usize,
+    max_bytes: usize,
+}
+
+impl Builtin {
+    /// Load the compiled-in weights (once per process).
+    pub fn new(batch_size: Option<usize>, max_bytes: Option<usize>) -> Result<Builtin, EmbedError> {
+        let encoder =
+            pocket_encoder::Encoder::new().map_err(|e| EmbedError::Model(e.to_string()))?;
+        let info = pocket_encoder::model_info();
+        let max_bytes = max_bytes.unwrap_or(DEFAULT_MAX_BYTES);
+        Ok(Builtin {
+            encoder,
+            // The cut changes the vectors, so it is part of the identity.
+            model_id: format!("builtin:{}@{}:{max_bytes}b", info.id, info.revision),
+            batch_size: batch_size.unwrap_or(32),
+            max_bytes,
+        })
+    }
+}
+
+fn prefix(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut cut = max;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    &text[..cut]
+}
+
+impl Embedder for Builtin {
+    fn model_id(&self) -> String {
+        self.model_id.clone()
+    }
+
+    fn dimensions(&self) -> Option<usize> {
+        Some(pocket_encoder::model_info().dimensions)
+    }
+
+    fn batch_size(&self) -> usize {
+        self.batch_size
+    }
+
+    fn embed(&self, texts: &[String], purpose: Purpose) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let max = match purpose {
+            Purpose::Document => self.max_bytes,
+            Purpose::Query => MAX_QUERY_BYTES,
+        };
+        // The encoder runs one text at a time; texts are spread over the cores.
+        texts
+            .par_iter()
+            .map(|text| {
+                let text = prefix(text, max);
+                let text = if text.trim().is_empty() {
+                    "(blank)"
+                } else {
+                    text
+                };
+                self.encoder
+                    .embed(&[text])
+                    .map_err(|e| EmbedError::Model(e.to_string()))?
+                    .pop()
+                    .ok_or_else(|| EmbedError::Model("no vector returned".into()))
+            })
+            .collect()
+    }
+
+    fn describe(&self) -> String {
+        "builtin (paraphrase-MiniLM-L3-v2, 4-bit, offline)".into()
+    }
+}

@@ -1,0 +1,186 @@
+//! The project's embedding worker: chunks waiting for a vector -> embedder -> the writer.
+//!
+//! Runs in the background, so BM25 answers as soon as a chunk is committed and vectors
+//! follow. Reads pending chunk ids from LMDB and their text from tantivy (so a restart
+//! resumes where it stopped), embeds a batch, and sends the vectors to the project's writer,
+//! which stores them only for chunks that still exist. On embedder errors it backs off (1 s,
+//! doubling to a minute) and tries again; the error shows in the project's status.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::embed::Embedding;
+use crate::project::ProjectIndex;
+use crate::store::EmbeddedChunk;
+use crate::writer::{WriteOp, WriterHandle};
+
+/// A wake-up signal: the writer rings it after each commit (new chunks may be pending),
+/// the project when it stops.
+#[derive(Default)]
+pub struct Wake {
+    rung: Mutex<bool>,
+    cond: Condvar,
+}
+
+impl Wake {
+    /// Wake the waiter.
+    pub fn notify(&self) {
+        *self.rung.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.cond.notify_all();
+    }
+
+    /// Wait until rung or `timeout` passes; clears the signal.
+    pub fn wait(&self, timeout: Duration) {
+        let guard = self.rung.lock().unwrap_or_else(|e| e.into_inner());
+        let (mut guard, _) = self
+            .cond
+            .wait_timeout_while(guard, timeout, |rung| !*rung)
+            .unwrap_or_else(|e| e.into_inner());
+        *guard = false;
+    }
+}
+
+/// Embedding progress of a project, for status.
+#[derive(Default)]
+pub struct EmbedProgress {
+    /// Chunks embedded per second, recently (f64 bits).
+    rate_bits: AtomicU64,
+    /// The last embedder error, cleared by the next success.
+    last_error: Mutex<Option<String>>,
+}
+
+impl EmbedProgress {
+    /// Recent chunks per second.
+    pub fn rate(&self) -> f64 {
+        f64::from_bits(self.rate_bits.load(Ordering::Relaxed))
+    }
+
+    /// The last embedder error, if the last attempt failed.
+    pub fn last_error(&self) -> Option<String> {
+        self.last_error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn set_error(&self, error: Option<String>) {
+        *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = error;
+    }
+}
+
+/// Chunk text given to the embedder: where it is, what it defines, then the code.
+pub fn document_text(path: &str, symbol: Option<&str>, body: &str) -> String {
+    match symbol {
+        Some(symbol) => format!("{path} {symbol}\n{body}"),
+        None => format!("{path}\n{body}"),
+    }
+}
+
+/// Start the worker. It stops when `stop` is set (and `index.embed_wake` rung).
+pub fn spawn(
+    index: Arc<ProjectIndex>,
+    writer: WriterHandle,
+    embedding: Arc<Embedding>,
+    stop: Arc<AtomicBool>,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("amanmcp-embedder".into())
+        .spawn(move || run(&index, &writer, &embedding, &stop))
+}
+
+fn run(index: &ProjectIndex, writer: &WriterHandle, embedding: &Embedding, stop: &AtomicBool) {
+    let batch_size = embedding.embedder.batch_size().max(1);
+    // Sent to the writer but perhaps not committed yet: not embedded twice.
+    let mut in_flight: HashSet<u64> = HashSet::new();
+    let mut backoff = Duration::from_secs(1);
+    let mut window: (Instant, u64) = (Instant::now(), 0);
+    let progress = &index.embed_progress;
+    while !stop.load(Ordering::SeqCst) {
+        in_flight.retain(|id| index.store.is_pending(*id).unwrap_or(false));
+        let pending = match index.store.pending_chunks(batch_size, &in_flight) {
+            Ok(pending) => pending,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot read chunks waiting for vectors");
+                index.embed_wake.wait(backoff);
+                continue;
+            }
+        };
+        if pending.is_empty() {
+            progress.rate_bits.store(0f64.to_bits(), Ordering::Relaxed);
+            window = (Instant::now(), 0);
+            index.embed_wake.wait(Duration::from_secs(5));
+            continue;
+        }
+        let ids: Vec<u64> = pending.iter().map(|(id, _)| *id).collect();
+        let docs = match index.lexical.chunks_by_id(&ids) {
+            Ok(docs) => docs,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot read chunk texts to embed");
+                index.embed_wake.wait(backoff);
+                continue;
+            }
+        };
+        let mut items = Vec::with_capacity(docs.len());
+        let mut texts = Vec::with_capacity(docs.len());
+        for (id, hash) in &pending {
+            match docs.get(id) {
+                Some(doc) => {
+                    texts.push(document_text(&doc.path, doc.symbol.as_deref(), &doc.body));
+                    items.push((*id, *hash));
+                }
+                // Deleted since it was listed (its pending mark goes with it), or its
+                // document is missing: `verify` reports that; do not spin on it.
+                None => {
+                    in_flight.insert(*id);
+                }
+            }
+        }
+        if texts.is_empty() {
+            continue;
+        }
+        match embedding.embed_documents(&texts) {
+            Ok(vectors) => {
+                backoff = Duration::from_secs(1);
+                progress.set_error(None);
+                let n = vectors.len() as u64;
+                let embedded = items
+                    .iter()
+                    .zip(vectors)
+                    .map(|((chunk_id, hash), vector)| EmbeddedChunk {
+                        chunk_id: *chunk_id,
+                        hash: *hash,
+                        vector,
+                    })
+                    .collect();
+                if !writer.send(WriteOp::Vectors(embedded)) {
+                    return;
+                }
+                in_flight.extend(items.iter().map(|(id, _)| *id));
+                window.1 += n;
+                let elapsed = window.0.elapsed().as_secs_f64();
+                if elapsed > 0.5 {
+                    let rate = window.1 as f64 / elapsed;
+                    progress.rate_bits.store(rate.to_bits(), Ordering::Relaxed);
+                }
+                if elapsed > 30.0 {
+                    window = (Instant::now(), 0);
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, retry_in_s = backoff.as_secs(), "embedding failed");
+                progress.set_error(Some(e.to_string()));
+                // Commits ring the wake-up too: sleep the whole backoff unless stopped.
+                let deadline = Instant::now() + backoff;
+                while !stop.load(Ordering::SeqCst) && Instant::now() < deadline {
+                    index
+                        .embed_wake
+                        .wait(deadline.saturating_duration_since(Instant::now()));
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(60));
+                window = (Instant::now(), 0);
+            }
+        }
+    }
+}

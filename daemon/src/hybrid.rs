@@ -1,0 +1,237 @@
+//! Hybrid ranking: BM25 and vector candidates fused by reciprocal rank fusion.
+//!
+//! `score(chunk) = w_lexical / (k + rank_lexical) + w_semantic / (k + rank_semantic)`, ranks
+//! from 1, a missing rank contributing nothing (Cormack et al., k = 60).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::embed::Embedding;
+
+/// Which rankers a search uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SearchMode {
+    /// BM25 and vectors, fused.
+    #[default]
+    Hybrid,
+    /// BM25 only.
+    Lexical,
+    /// Vectors only.
+    Semantic,
+}
+
+impl SearchMode {
+    /// Parse `hybrid`, `lexical` or `semantic`.
+    pub fn parse(text: &str) -> Option<SearchMode> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "" | "hybrid" => Some(SearchMode::Hybrid),
+            "lexical" | "bm25" | "keyword" => Some(SearchMode::Lexical),
+            "semantic" | "vector" => Some(SearchMode::Semantic),
+            _ => None,
+        }
+    }
+}
+
+/// Fusion parameters (`AMANMCP_RRF_K`, `AMANMCP_WEIGHT_LEXICAL`, `AMANMCP_WEIGHT_SEMANTIC`).
+#[derive(Debug, Clone, Copy)]
+pub struct Fusion {
+    /// RRF's k.
+    pub k: f32,
+    /// Weight of the BM25 ranking.
+    pub lexical_weight: f32,
+    /// Weight of the vector ranking.
+    pub semantic_weight: f32,
+}
+
+impl Default for Fusion {
+    fn default() -> Self {
+        Fusion {
+            k: 60.0,
+            lexical_weight: 1.0,
+            semantic_weight: 1.0,
+        }
+    }
+}
+
+impl Fusion {
+    /// From the environment, defaults where unset or unparsable.
+    pub fn from_env() -> Fusion {
+        let var = |name: &str, default: f32| {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.trim().parse::<f32>().ok())
+                .filter(|v| v.is_finite() && *v >= 0.0)
+                .unwrap_or(default)
+        };
+        let default = Fusion::default();
+        Fusion {
+            k: var("AMANMCP_RRF_K", default.k).max(1.0),
+            lexical_weight: var("AMANMCP_WEIGHT_LEXICAL", default.lexical_weight),
+            semantic_weight: var("AMANMCP_WEIGHT_SEMANTIC", default.semantic_weight),
+        }
+    }
+
+    /// Fuse two rankings of chunk ids (best first) into one, best first, with RRF scores.
+    pub fn fuse(&self, lexical: &[u64], semantic: &[u64]) -> Vec<(u64, f32)> {
+        let mut scores: HashMap<u64, f32> = HashMap::new();
+        for (ranking, weight) in [
+            (lexical, self.lexical_weight),
+            (semantic, self.semantic_weight),
+        ] {
+            for (rank, id) in ranking.iter().enumerate() {
+                *scores.entry(*id).or_default() += weight / (self.k + rank as f32 + 1.0);
+            }
+        }
+        let mut fused: Vec<(u64, f32)> = scores.into_iter().collect();
+        // Ties: the better lexical rank, then the lower id, so results are stable.
+        let lexical_rank: HashMap<u64, usize> =
+            lexical.iter().enumerate().map(|(r, id)| (*id, r)).collect();
+        fused.sort_by(|a, b| {
+            b.1.total_cmp(&a.1)
+                .then_with(|| {
+                    let ra = lexical_rank.get(&a.0).copied().unwrap_or(usize::MAX);
+                    let rb = lexical_rank.get(&b.0).copied().unwrap_or(usize::MAX);
+                    ra.cmp(&rb)
+                })
+                .then_with(|| a.0.cmp(&b.0))
+        });
+        fused
+    }
+}
+
+/// What searches need beyond the index: the embedder (if any) and fusion settings.
+#[derive(Clone, Default)]
+pub struct SearchConfig {
+    /// The daemon's embedder; `None`: lexical only.
+    pub embedding: Option<Arc<Embedding>>,
+    /// Fusion parameters.
+    pub fusion: Fusion,
+    /// arroy's `search_k` (0: arroy's default).
+    pub search_k: usize,
+}
+
+impl std::fmt::Debug for SearchConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SearchConfig")
+            .field(
+                "embedder",
+                &self.embedding.as_ref().map(|e| e.embedder.model_id()),
+            )
+            .field("fusion", &self.fusion)
+            .field("search_k", &self.search_k)
+            .finish()
+    }
+}
+
+/// A query that is one identifier (`parse_config`, `Session.request`, `Runtime::block_on`,
+/// `HTTPServer`) asks for its definition: hits defining that name go first, in their fused
+/// order. Rank fusion alone can bury them when the vectors, blind to exact names, favour
+/// look-alikes.
+pub fn pin_definitions<T>(query: &str, hits: &mut Vec<T>, symbol: impl Fn(&T) -> Option<&str>) {
+    let query = query.trim();
+    let identifier = !query.is_empty()
+        && query
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | ':' | '$'));
+    if !identifier {
+        return;
+    }
+    let wanted = query.to_lowercase();
+    let bare = |name: &str| {
+        name.rsplit(['.', ':'])
+            .next()
+            .unwrap_or(name)
+            .to_lowercase()
+    };
+    let wanted_bare = bare(&wanted);
+    let defines = |hit: &T| {
+        symbol(hit).is_some_and(|s| {
+            let s = s.to_lowercase();
+            s == wanted || (wanted == wanted_bare && bare(&s) == wanted_bare)
+        })
+    };
+    let (mut first, rest): (Vec<T>, Vec<T>) = std::mem::take(hits).into_iter().partition(defines);
+    first.extend(rest);
+    *hits = first;
+}
+
+/// Drop every hit that overlaps (same path, intersecting lines) a better one. `hits` are
+/// `(path, start, end)` best first; returns the indexes kept.
+pub fn without_overlaps<'a>(hits: impl Iterator<Item = (&'a str, u32, u32)>) -> Vec<usize> {
+    let mut kept: HashMap<&str, Vec<(u32, u32)>> = HashMap::new();
+    let mut out = Vec::new();
+    for (i, (path, start, end)) in hits.enumerate() {
+        let ranges = kept.entry(path).or_default();
+        if ranges.iter().any(|(s, e)| *s <= end && start <= *e) {
+            continue;
+        }
+        ranges.push((start, end));
+        out.push(i);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rrf_rewards_agreement() {
+        let fused = Fusion::default().fuse(&[1, 2, 3], &[3, 4, 1]);
+        let order: Vec<u64> = fused.iter().map(|(id, _)| *id).collect();
+        // 1 and 3 tie at 1/61 + 1/63 (1 has the better lexical rank); 2 and 4 tie at 1/62.
+        assert_eq!(order, vec![1, 3, 2, 4]);
+        let expected = 1.0 / 61.0 + 1.0 / 63.0;
+        assert!((fused[0].1 - expected).abs() < 1e-6);
+    }
+
+    #[test]
+    fn weights_shift_the_order() {
+        let fusion = Fusion {
+            k: 60.0,
+            lexical_weight: 0.0,
+            semantic_weight: 1.0,
+        };
+        let order: Vec<u64> = fusion.fuse(&[1, 2], &[2, 1]).iter().map(|x| x.0).collect();
+        assert_eq!(order, vec![2, 1]);
+    }
+
+    #[test]
+    fn overlapping_hits_keep_the_better_one() {
+        let hits = [
+            ("a.rs", 1, 10),
+            ("a.rs", 5, 12),
+            ("b.rs", 5, 12),
+            ("a.rs", 11, 20),
+        ];
+        assert_eq!(without_overlaps(hits.iter().copied()), vec![0, 2, 3]);
+    }
+
+    #[test]
+    fn identifier_queries_pin_their_definitions() {
+        let check = |query: &str, symbols: &[Option<&str>], expected: &[usize]| {
+            let mut hits: Vec<(usize, Option<&str>)> =
+                symbols.iter().copied().enumerate().collect();
+            pin_definitions(query, &mut hits, |h| h.1);
+            let order: Vec<usize> = hits.iter().map(|h| h.0).collect();
+            assert_eq!(order, expected, "{query}");
+        };
+        let symbols = [
+            Some("generated_1"),
+            None,
+            Some("generated_59"),
+            Some("Session.request"),
+        ];
+        check("generated_59", &symbols, &[2, 0, 1, 3]);
+        check("request", &symbols, &[3, 0, 1, 2]);
+        check("Session.request", &symbols, &[3, 0, 1, 2]);
+        check("how are requests sent", &symbols, &[0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn modes_parse() {
+        assert_eq!(SearchMode::parse("Semantic"), Some(SearchMode::Semantic));
+        assert_eq!(SearchMode::parse(""), Some(SearchMode::Hybrid));
+        assert_eq!(SearchMode::parse("fuzzy"), None);
+    }
+}
