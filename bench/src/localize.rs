@@ -64,11 +64,49 @@ fn git(args: &[&str], dir: Option<&Path>) -> anyhow::Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// Check out `commit`. Snapshots may lack their largest blobs (data files the indexer would
+/// skip anyway): each missing one is left out with a sparse-checkout rule and the checkout
+/// retried.
+fn checkout_at(checkout: &Path, commit: &str) -> anyhow::Result<()> {
+    let sparse = checkout.join(".git/info/sparse-checkout");
+    for _ in 0..200 {
+        match git(&["checkout", "--quiet", "--force", commit], Some(checkout)) {
+            Ok(_) => {
+                git(&["clean", "--quiet", "-fdx"], Some(checkout))?;
+                return Ok(());
+            }
+            Err(e) => {
+                let message = e.to_string();
+                let Some(path) = message
+                    .split(" for '")
+                    .nth(1)
+                    .and_then(|rest| rest.split('\'').next())
+                else {
+                    return Err(e);
+                };
+                if !sparse.exists() {
+                    git(&["config", "core.sparseCheckout", "true"], Some(checkout))?;
+                    std::fs::create_dir_all(sparse.parent().context("sparse dir")?)?;
+                    std::fs::write(&sparse, "/*\n")?;
+                }
+                let mut rules = std::fs::read_to_string(&sparse)?;
+                let rule = format!("!/{path}\n");
+                if rules.contains(&rule) {
+                    return Err(e);
+                }
+                eprintln!("  (blob of {path} absent from the snapshot: left out)");
+                rules.push_str(&rule);
+                std::fs::write(&sparse, rules)?;
+            }
+        }
+    }
+    bail!("too many absent blobs at {commit}")
+}
+
 fn load(options: &Options) -> anyhow::Result<Vec<Issue>> {
     let text = std::fs::read_to_string(&options.data)
         .with_context(|| format!("reading {}", options.data.display()))?;
     let mut issues = Vec::new();
-    let mut per_repo: HashMap<String, usize> = HashMap::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let v: Value = serde_json::from_str(line)?;
         let repo = v["repo"].as_str().context("repo")?.to_string();
@@ -79,11 +117,6 @@ fn load(options: &Options) -> anyhow::Result<Vec<Issue>> {
         {
             continue;
         }
-        let count = per_repo.entry(repo.clone()).or_default();
-        if options.per_repo.is_some_and(|max| *count >= max) {
-            continue;
-        }
-        *count += 1;
         let keep = |path: &str| {
             options
                 .only_ext
@@ -164,6 +197,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     }
     let mut tallies: BTreeMap<(String, String), Tally> = BTreeMap::new();
     let started = Instant::now();
+    let mut n_run = 0;
     for (repo, mut repo_issues) in by_repo {
         let bare = options.mirrors.join(repo.replace('/', "+")).join("repo");
         if !bare.is_dir() {
@@ -197,14 +231,19 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
             dated.push((date, issue));
         }
         dated.sort_by_key(|(date, _)| *date);
+        // A sample: the `per_repo` issues whose base commits lie closest together (so the
+        // sample costs one index and few re-embeddings per repository).
+        if let Some(n) = options.per_repo.filter(|n| *n > 0 && *n < dated.len()) {
+            let best = (0..=dated.len() - n)
+                .min_by_key(|&i| dated[i + n - 1].0 - dated[i].0)
+                .unwrap_or(0);
+            dated = dated.drain(best..best + n).collect();
+        }
         let root = checkout.canonicalize()?.to_string_lossy().into_owned();
         for (_, issue) in dated {
+            n_run += 1;
             let t = Instant::now();
-            git(
-                &["checkout", "--quiet", "--force", &issue.commit],
-                Some(&checkout),
-            )?;
-            git(&["clean", "--quiet", "-fdx"], Some(&checkout))?;
+            checkout_at(&checkout, &issue.commit)?;
             let passes = match project_status(&mut client, &root).await {
                 Ok(status) => status.passes,
                 Err(_) => 0,
@@ -255,7 +294,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     }
     drop(daemon);
     println!(
-        "localization: {} issues from {} in {:.0} s",
+        "localization: {n_run} of {} issues from {} in {:.0} s",
         issues.len(),
         options.data.display(),
         started.elapsed().as_secs_f64()

@@ -79,7 +79,7 @@ enum BenchCommand {
         /// Only issues of repositories whose name contains this.
         #[arg(long)]
         repo: Option<String>,
-        /// At most this many issues per repository.
+        /// Per repository, only the N issues whose base commits are closest together.
         #[arg(long)]
         per_repo: Option<usize>,
         /// Modes to run, comma-separated.
@@ -202,7 +202,16 @@ fn bin(name: &str) -> anyhow::Result<PathBuf> {
 struct Daemon {
     child: Child,
     socket: PathBuf,
-    _dir: tempfile::TempDir,
+    dir: Option<tempfile::TempDir>,
+}
+
+impl Daemon {
+    /// Stop the daemon, keeping its data directory (for reading the index afterwards).
+    fn stop_keeping_data(mut self) -> Option<tempfile::TempDir> {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.dir.take()
+    }
 }
 
 impl Drop for Daemon {
@@ -240,7 +249,7 @@ async fn start_daemon_with(
     let daemon = Daemon {
         child,
         socket: socket.clone(),
-        _dir: dir,
+        dir: Some(dir),
     };
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
@@ -408,6 +417,24 @@ async fn bench_index(
         println!("last error:        {error}");
     }
 
+    // Vectors, computed in the background after the lexical pass.
+    let embed_started = Instant::now();
+    let with_vectors = wait_for_vectors(&mut client, &root_str, Duration::from_secs(7200)).await?;
+    if let Some(v) = &with_vectors.vectors {
+        let s = embed_started.elapsed().as_secs_f64();
+        println!(
+            "vectors:           {} chunks embedded {s:.1} s after the lexical pass ({:.1} chunks/s; {})",
+            v.embedded,
+            v.embedded as f64 / s.max(1e-3),
+            v.embedder
+        );
+        println!(
+            "index size:        {:.2} MB with vectors ({:.2}x source)",
+            with_vectors.index_bytes as f64 / 1e6,
+            with_vectors.index_bytes as f64 / with_vectors.source_bytes.max(1) as f64
+        );
+    }
+
     // No-change re-index.
     let started = Instant::now();
     client
@@ -445,6 +472,7 @@ async fn bench_index(
                     root: root_str.clone(),
                     query: marker.clone(),
                     limit: 1,
+                    mode: "lexical".into(),
                     ..Default::default()
                 })
                 .await?
@@ -457,26 +485,42 @@ async fn bench_index(
         println!("single-file change -> searchable: {}", summary(samples));
     }
 
-    // Search latency over gRPC.
-    let mut grpc = Vec::new();
+    // Search latency over gRPC, per mode. The first round embeds each query (the daemon
+    // keeps recent query vectors), so it is reported apart.
     let mut hits = 0usize;
-    for _ in 0..rounds {
-        for query in queries {
-            let t = Instant::now();
-            let reply = client
-                .search(pb::SearchRequest {
-                    root: root_str.clone(),
-                    query: query.clone(),
-                    limit: 10,
-                    ..Default::default()
-                })
-                .await?
-                .into_inner();
-            grpc.push(t.elapsed().as_secs_f64() * 1e3);
-            hits += reply.results.len();
+    let modes: &[&str] = if with_vectors.vectors.is_some() {
+        &["lexical", "semantic", "hybrid"]
+    } else {
+        &["lexical"]
+    };
+    for mode in modes {
+        let mut first = Vec::new();
+        let mut again = Vec::new();
+        for round in 0..rounds.max(2) {
+            for query in queries {
+                let t = Instant::now();
+                let reply = client
+                    .search(pb::SearchRequest {
+                        root: root_str.clone(),
+                        query: format!("{query}{}", if round == 0 { "" } else { " " }),
+                        limit: 10,
+                        mode: mode.to_string(),
+                        ..Default::default()
+                    })
+                    .await?
+                    .into_inner();
+                let ms = t.elapsed().as_secs_f64() * 1e3;
+                if round == 0 {
+                    first.push(ms);
+                } else {
+                    again.push(ms);
+                }
+                hits += reply.results.len();
+            }
         }
+        println!("search via gRPC, {mode:<8} new query: {}", summary(first));
+        println!("search via gRPC, {mode:<8} repeated:  {}", summary(again));
     }
-    println!("search via gRPC:   {}", summary(grpc));
 
     // Search latency through the real shim (MCP over stdio).
     let (spawn_to_init, shim) = shim_latencies(&daemon.socket, &root, rounds, queries)?;
@@ -484,9 +528,73 @@ async fn bench_index(
     println!("shim spawn->initialize: {}", summary(spawn_to_init));
     println!(
         "(mean results per query: {:.1})",
-        hits as f64 / (rounds * queries.len()).max(1) as f64
+        hits as f64 / (rounds.max(2) * queries.len() * modes.len()).max(1) as f64
     );
-    drop(daemon);
+    let kept = daemon.stop_keeping_data();
+    if let (Some(kept), Some(_)) = (&kept, &with_vectors.vectors) {
+        ann_recall(&kept.path().join("data"), &root, queries)?;
+    }
+    Ok(())
+}
+
+/// arroy's recall@10 against exact search over the project's real vectors, for arroy's
+/// default search effort and larger ones; queries are the bench queries (embedded by the
+/// built-in model) and a sample of chunk vectors.
+fn ann_recall(data_dir: &Path, root: &Path, queries: &[String]) -> anyhow::Result<()> {
+    let dir = amanmcpd::project::project_dir(data_dir, root).join("lmdb");
+    let store = amanmcpd::store::Store::open(&dir)?;
+    let vectors = store.all_vectors()?;
+    if vectors.len() < 20 {
+        return Ok(());
+    }
+    let embedder = amanmcpd::embed::Builtin::new(None, None)?;
+    let mut probes: Vec<Vec<f32>> =
+        amanmcpd::embed::Embedder::embed(&embedder, queries, amanmcpd::embed::Purpose::Query)?;
+    if probes
+        .first()
+        .is_some_and(|p| p.len() != vectors[0].1.len())
+    {
+        probes.clear();
+    }
+    let stride = (vectors.len() / 200).max(1);
+    probes.extend(
+        vectors
+            .iter()
+            .step_by(stride)
+            .take(200)
+            .map(|(_, v)| v.clone()),
+    );
+    let exact = |probe: &[f32]| -> Vec<u64> {
+        let mut scored: Vec<(f32, u64)> = vectors
+            .iter()
+            .map(|(id, v)| (v.iter().zip(probe).map(|(a, b)| a * b).sum::<f32>(), *id))
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        scored.into_iter().take(10).map(|(_, id)| id).collect()
+    };
+    let truth: Vec<Vec<u64>> = probes.iter().map(|p| exact(p)).collect();
+    for search_k in [0usize, 2000, 10_000] {
+        let mut found = 0usize;
+        let mut latencies = Vec::new();
+        for (probe, truth) in probes.iter().zip(&truth) {
+            let t = Instant::now();
+            let ann = store.nearest(probe, 10, None, search_k)?;
+            latencies.push(t.elapsed().as_secs_f64() * 1e3);
+            found += ann.iter().filter(|(id, _)| truth.contains(id)).count();
+        }
+        println!(
+            "ANN recall@10 (arroy, search_k {}): {:.3} over {} probes, {} vectors; query {}",
+            if search_k == 0 {
+                "default".to_string()
+            } else {
+                search_k.to_string()
+            },
+            found as f64 / (10 * probes.len()) as f64,
+            probes.len(),
+            vectors.len(),
+            summary(latencies)
+        );
+    }
     Ok(())
 }
 

@@ -3,7 +3,6 @@
 //! Symbols and paths are separate fields weighted above body text. `path_key` holds the raw
 //! path, for deleting a file's documents and for path filters.
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use tantivy::collector::{Count, TopDocs};
@@ -295,23 +294,28 @@ impl Lexical {
     /// BM25 search. Returns the page of hits and the total number of matches.
     pub fn search(&self, q: &LexicalQuery<'_>) -> Result<(Vec<LexicalHit>, usize), IndexError> {
         let f = &self.fields;
-        let mut seen = HashSet::new();
-        let mut terms: Vec<String> = tokenizer::tokens(q.text)
-            .into_iter()
-            .filter(|t| seen.insert(t.clone()))
-            .collect();
-        if terms.iter().any(|t| !is_stopword(t)) {
-            terms.retain(|t| !is_stopword(t));
+        let mut terms: Vec<(String, f32)> = crate::query::weighted_terms(q.text);
+        if terms.iter().any(|(t, _)| !is_stopword(t)) {
+            terms.retain(|(t, _)| !is_stopword(t));
         }
         if q.more_like_this {
-            terms = self.distinctive_terms(q.text, terms);
+            let distinct = terms.into_iter().map(|(t, _)| t).collect();
+            terms = self
+                .distinctive_terms(q.text, distinct)
+                .into_iter()
+                .map(|t| (t, 1.0))
+                .collect();
         }
-        terms.truncate(MAX_QUERY_TERMS);
+        // A long query is cut keeping code terms first (stable: in order of appearance).
+        if terms.len() > MAX_QUERY_TERMS {
+            terms.sort_by(|a, b| b.1.total_cmp(&a.1));
+            terms.truncate(MAX_QUERY_TERMS);
+        }
         if terms.is_empty() {
             return Ok((Vec::new(), 0));
         }
         let mut text_clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
-        for term in &terms {
+        for (term, weight) in &terms {
             for (field, boost) in [(f.body, 1.0), (f.names, SYMBOL_BOOST), (f.path, PATH_BOOST)] {
                 let query = TermQuery::new(
                     Term::from_field_text(field, term),
@@ -319,7 +323,7 @@ impl Lexical {
                 );
                 text_clauses.push((
                     Occur::Should,
-                    Box::new(BoostQuery::new(Box::new(query), boost)),
+                    Box::new(BoostQuery::new(Box::new(query), boost * weight)),
                 ));
             }
         }

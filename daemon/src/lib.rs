@@ -16,6 +16,7 @@ pub mod lang;
 pub mod lexical;
 pub mod lookup;
 pub mod project;
+pub mod query;
 pub mod registry;
 pub mod rpc;
 pub mod scan;

@@ -465,6 +465,25 @@ impl Store {
         Ok((vectors, pending))
     }
 
+    /// Every stored vector, by chunk id (benchmarks: exact search to measure ANN recall).
+    pub fn all_vectors(&self) -> Result<Vec<(u64, Vec<f32>)>, IndexError> {
+        let rtxn = self.env.read_txn().map_err(|e| self.err(e))?;
+        let reader = match arroy::Reader::<Cosine>::open(&rtxn, ARROY_INDEX, self.vectors) {
+            Ok(reader) => reader,
+            Err(arroy::Error::MissingMetadata(_)) => return Ok(Vec::new()),
+            Err(e) => return Err(IndexError::vectors(&self.path, e)),
+        };
+        let mut out = Vec::new();
+        for item in reader
+            .iter(&rtxn)
+            .map_err(|e| IndexError::vectors(&self.path, e))?
+        {
+            let (id, vector) = item.map_err(|e| IndexError::vectors(&self.path, e))?;
+            out.push((u64::from(id), vector));
+        }
+        Ok(out)
+    }
+
     /// Whether `chunk_id` still waits for a vector.
     pub fn is_pending(&self, chunk_id: u64) -> Result<bool, IndexError> {
         let rtxn = self.env.read_txn().map_err(|e| self.err(e))?;
