@@ -6,7 +6,9 @@
 use std::path::{Path, PathBuf};
 
 use tantivy::collector::{Count, TopDocs};
-use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery, TermSetQuery};
+use tantivy::query::{
+    BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query, TermQuery, TermSetQuery,
+};
 use tantivy::schema::{
     FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing,
     TextOptions, Value,
@@ -105,7 +107,15 @@ pub struct LexicalQuery<'a> {
     pub limit: usize,
     /// Treat `text` as a reference document: query only its most distinctive terms.
     pub more_like_this: bool,
+    /// Files the query names: their chunks are retrieved even without a term in common,
+    /// and their scores multiplied by [`MENTIONED_FILE_FACTOR`].
+    pub mentioned: &'a [String],
 }
+
+/// Score factor of chunks in files the query names.
+const MENTIONED_FILE_FACTOR: f32 = 2.0;
+/// Candidates re-ranked when the query names files.
+const MENTION_DEPTH: usize = 200;
 
 /// Terms kept from a reference document in a "more like this" query.
 const MORE_LIKE_THIS_TERMS: usize = 40;
@@ -327,6 +337,19 @@ impl Lexical {
                 ));
             }
         }
+        if !q.mentioned.is_empty() {
+            let terms = q
+                .mentioned
+                .iter()
+                .map(|p| Term::from_field_text(f.path_key, p));
+            text_clauses.push((
+                Occur::Should,
+                Box::new(ConstScoreQuery::new(
+                    Box::new(TermSetQuery::new(terms)),
+                    0.1,
+                )),
+            ));
+        }
         let mut clauses: Vec<(Occur, Box<dyn Query>)> =
             vec![(Occur::Must, Box::new(BooleanQuery::new(text_clauses)))];
         if let Some(language) = q.language {
@@ -347,9 +370,15 @@ impl Lexical {
         }
         let query = BooleanQuery::new(clauses);
         let searcher = self.reader.searcher();
+        // Named files re-rank a deeper candidate list, then the page is cut from it.
+        let (offset, limit) = if q.mentioned.is_empty() {
+            (q.offset, q.limit.max(1))
+        } else {
+            (0, (q.offset + q.limit).max(MENTION_DEPTH))
+        };
         let collector = (
-            TopDocs::with_limit(q.limit.max(1))
-                .and_offset(q.offset)
+            TopDocs::with_limit(limit)
+                .and_offset(offset)
                 .order_by_score(),
             Count,
         );
@@ -360,6 +389,15 @@ impl Lexical {
         for (score, address) in top {
             let doc: TantivyDocument = searcher.doc(address).map_err(|e| self.err(e))?;
             hits.push(self.hit(&doc, score));
+        }
+        if !q.mentioned.is_empty() {
+            for hit in &mut hits {
+                if q.mentioned.contains(&hit.path) {
+                    hit.score *= MENTIONED_FILE_FACTOR;
+                }
+            }
+            hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+            hits = hits.into_iter().skip(q.offset).take(q.limit).collect();
         }
         Ok((hits, total))
     }

@@ -255,6 +255,9 @@ const FIRST_COMMIT_WAIT: std::time::Duration = std::time::Duration::from_secs(2)
 /// Largest page a search may ask for.
 pub const MAX_LIMIT: usize = 1000;
 
+/// A file name matching more files than this says too little to boost them.
+const MAX_MENTIONED_MATCHES: usize = 3;
+
 /// Candidates each ranker contributes to a fused ranking (at least: more when a page
 /// reaches deeper).
 const FUSION_DEPTH: usize = 100;
@@ -662,6 +665,7 @@ impl Project {
         }
         self.wait_for_first_commit();
         let (paths, language) = self.filters(params)?;
+        let mentioned = self.mentioned_files(&params.query)?;
         let lexical_query = |offset, limit| LexicalQuery {
             text: &params.query,
             paths: paths.as_deref(),
@@ -669,6 +673,7 @@ impl Project {
             offset,
             limit,
             more_like_this: false,
+            mentioned: &mentioned,
         };
         if params.mode == SearchMode::Lexical {
             let (hits, total) = self
@@ -714,6 +719,39 @@ impl Project {
             .take(params.limit)
             .collect();
         Ok(self.outcome(hits, total, params.offset, Semantic::Used { complete }))
+    }
+
+    /// Indexed files the query names: by path (a suffix of an indexed path, so absolute and
+    /// site-packages paths match too) or by a file name that only a few files have.
+    fn mentioned_files(&self, query: &str) -> Result<Vec<String>, Error> {
+        let mentions = crate::query::path_mentions(query);
+        if mentions.is_empty() {
+            return Ok(Vec::new());
+        }
+        let paths = self.index.store.all_paths()?;
+        let mut out = Vec::new();
+        for mention in &mentions {
+            // The longest suffix of the mention that is an indexed path, else the paths that
+            // end with it.
+            let parts: Vec<&str> = mention.split('/').collect();
+            let found: Vec<&String> = (0..parts.len())
+                .map(|i| parts[i..].join("/"))
+                .find_map(|suffix| {
+                    let slashed = format!("/{suffix}");
+                    let hits: Vec<&String> = paths
+                        .iter()
+                        .filter(|p| **p == suffix || p.ends_with(&slashed))
+                        .collect();
+                    (!hits.is_empty()).then_some(hits)
+                })
+                .unwrap_or_default();
+            if found.len() <= MAX_MENTIONED_MATCHES {
+                out.extend(found.into_iter().cloned());
+            }
+        }
+        out.sort();
+        out.dedup();
+        Ok(out)
     }
 
     fn outcome(
@@ -891,6 +929,7 @@ impl Project {
                 offset: 0,
                 limit: depth,
                 more_like_this: true,
+                mentioned: &[],
             })?,
         };
         let (ranking, semantic) = match params.mode {

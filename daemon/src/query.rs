@@ -73,6 +73,46 @@ pub fn weighted_terms(text: &str) -> Vec<(String, f32)> {
         .collect()
 }
 
+/// Source file extensions that make a word a file name (`login.py`, `lib.rs`).
+const FILE_EXTENSIONS: &[&str] = &[
+    "py", "rs", "js", "jsx", "ts", "tsx", "go", "java", "kt", "c", "h", "cc", "cpp", "hpp", "cs",
+    "rb", "php", "sh", "md", "rst", "toml", "yaml", "yml", "json", "cfg", "ini", "txt",
+];
+
+/// Words of the query that name a file: paths (`src/auth/login.py`, `./lib.rs:42`) and file
+/// names with a known extension, cleaned of quotes, `./` and `:line` suffixes.
+pub fn path_mentions(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for raw in text.split(|c: char| {
+        c.is_whitespace()
+            || matches!(
+                c,
+                '"' | '\'' | '`' | '(' | ')' | '[' | ']' | '<' | '>' | ','
+            )
+    }) {
+        let mut word = raw.trim_end_matches(|c: char| matches!(c, '.' | ':' | ';' | '!' | '?'));
+        // `file.py:42` or `file.py:42:7`
+        while let Some((head, tail)) = word.rsplit_once(':') {
+            if !tail.is_empty() && tail.chars().all(|c| c.is_ascii_digit()) {
+                word = head;
+            } else {
+                break;
+            }
+        }
+        let word = word.trim_start_matches("./").trim_start_matches('/');
+        let Some((_, ext)) = word.rsplit_once('.') else {
+            continue;
+        };
+        let plausible = word
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/'));
+        if plausible && FILE_EXTENSIONS.contains(&ext) && !out.iter().any(|w| w == word) {
+            out.push(word.to_string());
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,6 +165,21 @@ mod tests {
     fn prose_is_not_code() {
         assert!(code("Where is the retry budget parsed? It fails.").is_empty());
         assert!(code("I think A B test").is_empty());
+    }
+
+    #[test]
+    fn paths_and_file_names_are_found() {
+        assert_eq!(
+            path_mentions(
+                "File \"/usr/lib/python3/site-packages/sympy/core/basic.py\", line 12, in foo"
+            ),
+            ["usr/lib/python3/site-packages/sympy/core/basic.py"]
+        );
+        assert_eq!(
+            path_mentions("see ./src/lib.rs:42:7 and `login.py`. Also e.g. v1.2"),
+            ["src/lib.rs", "login.py"]
+        );
+        assert!(path_mentions("version 1.2.3 of numpy.linalg").is_empty());
     }
 
     #[test]

@@ -270,6 +270,21 @@ impl Store {
         Ok(out)
     }
 
+    /// Every indexed path, in order.
+    pub fn all_paths(&self) -> Result<Vec<String>, IndexError> {
+        let rtxn = self.env.read_txn().map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        for item in self
+            .files
+            .remap_data_type::<heed::types::DecodeIgnore>()
+            .iter(&rtxn)
+            .map_err(|e| self.err(e))?
+        {
+            out.push(item.map_err(|e| self.err(e))?.0.to_string());
+        }
+        Ok(out)
+    }
+
     /// Indexed files under directory `dir` ("" for the root): all descendants, or only direct
     /// children.
     pub fn files_under(

@@ -499,3 +499,33 @@ fn switching_models_re_embeds_and_a_restart_mid_embedding_resumes() {
     let _ = daemon.kill();
     let _ = daemon.wait();
 }
+
+#[test]
+fn an_issue_naming_a_file_ranks_that_file_first() {
+    let env = TestEnv::new();
+    let mut files = project_files();
+    // Two files with the same path words; the one the issue does not name is the better
+    // match for its words, so only the named path can put the other first.
+    let named = "def load_settings(path):\n    text = open(path).read()\n    return parse_settings_text(text)\n";
+    let other = "def load_settings(path):\n    # load settings: read the settings text, parse settings\n    text = open(path).read()\n    return parse_settings_text(text)\n";
+    files.push(("util/core/loader.py", named));
+    files.push(("core/util/loader.py", other));
+    let root = env.project("proj", &files);
+    let mut shim = Shim::start(&env, &root);
+    shim.initialize();
+    shim.search_until("load_settings", "util/core/loader.py");
+    let words = "load_settings fails to read the settings text";
+    let plain = search(&mut shim, json!({"query": words, "mode": "lexical"}));
+    assert_eq!(first_path(&plain), "core/util/loader.py", "{plain}");
+    let issue = format!(
+        "{words}\n\nTraceback (most recent call last):\n  File \"/home/me/venv/lib/python3.11/site-packages/util/core/loader.py\", line 2, in load_settings\nValueError: bad settings"
+    );
+    for mode in ["lexical", "hybrid"] {
+        let content = search(&mut shim, json!({"query": issue, "mode": mode}));
+        assert_eq!(
+            first_path(&content),
+            "util/core/loader.py",
+            "{mode}: {content}"
+        );
+    }
+}
