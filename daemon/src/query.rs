@@ -90,7 +90,7 @@ pub fn path_mentions(text: &str) -> Vec<String> {
                 '"' | '\'' | '`' | '(' | ')' | '[' | ']' | '<' | '>' | ','
             )
     }) {
-        let mut word = raw.trim_end_matches(|c: char| matches!(c, '.' | ':' | ';' | '!' | '?'));
+        let mut word = raw.trim_end_matches(['.', ':', ';', '!', '?']);
         // `file.py:42` or `file.py:42:7`
         while let Some((head, tail)) = word.rsplit_once(':') {
             if !tail.is_empty() && tail.chars().all(|c| c.is_ascii_digit()) {
