@@ -32,6 +32,9 @@ impl SearchMode {
     }
 }
 
+/// Queries with more distinct terms than this count as long (see [`Fusion::for_query`]).
+pub const LONG_QUERY_TERMS: usize = 16;
+
 /// Fusion parameters (`AMANMCP_RRF_K`, `AMANMCP_WEIGHT_LEXICAL`, `AMANMCP_WEIGHT_SEMANTIC`).
 #[derive(Debug, Clone, Copy)]
 pub struct Fusion {
@@ -68,6 +71,22 @@ impl Fusion {
             k: var("AMANMCP_RRF_K", default.k).max(1.0),
             lexical_weight: var("AMANMCP_WEIGHT_LEXICAL", default.lexical_weight),
             semantic_weight: var("AMANMCP_WEIGHT_SEMANTIC", default.semantic_weight),
+        }
+    }
+
+    /// The weights for a query of `n_terms` distinct terms. Long queries (pasted issues,
+    /// tracebacks) lean on words: the vectors see only their start (the built-in model reads
+    /// 128 tokens) while BM25 weighs every identifier in them. Past [`LONG_QUERY_TERMS`]
+    /// terms the semantic weight shrinks in proportion, to no less than a quarter.
+    pub fn for_query(&self, n_terms: usize) -> Fusion {
+        let scale = if n_terms > LONG_QUERY_TERMS {
+            (LONG_QUERY_TERMS as f32 / n_terms as f32).max(0.25)
+        } else {
+            1.0
+        };
+        Fusion {
+            semantic_weight: self.semantic_weight * scale,
+            ..*self
         }
     }
 
@@ -194,6 +213,16 @@ mod tests {
         };
         let order: Vec<u64> = fusion.fuse(&[1, 2], &[2, 1]).iter().map(|x| x.0).collect();
         assert_eq!(order, vec![2, 1]);
+    }
+
+    #[test]
+    fn long_queries_lean_on_words() {
+        let fusion = Fusion::default();
+        assert_eq!(fusion.for_query(5).semantic_weight, 1.0);
+        assert_eq!(fusion.for_query(16).semantic_weight, 1.0);
+        assert_eq!(fusion.for_query(32).semantic_weight, 0.5);
+        assert_eq!(fusion.for_query(400).semantic_weight, 0.25);
+        assert_eq!(fusion.for_query(400).lexical_weight, 1.0);
     }
 
     #[test]

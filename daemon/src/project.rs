@@ -709,7 +709,10 @@ impl Project {
             SearchMode::Semantic => (Vec::new(), 0),
             _ => self.index.lexical.search(&lexical_query(0, depth))?,
         };
-        let (mut hits, total) = self.fused(lexical_hits, lexical_total as u64, &ranking, None)?;
+        let n_terms = crate::query::weighted_terms(&params.query).len();
+        let fusion = self.search.fusion.for_query(n_terms);
+        let (mut hits, total) =
+            self.fused(lexical_hits, lexical_total as u64, &ranking, &fusion, None)?;
         if params.mode == SearchMode::Hybrid {
             crate::hybrid::pin_definitions(&params.query, &mut hits, |h| h.symbol.as_deref());
         }
@@ -836,10 +839,11 @@ impl Project {
         lexical_hits: Vec<LexicalHit>,
         lexical_total: u64,
         semantic: &[u64],
+        fusion: &crate::hybrid::Fusion,
         excluded: Option<&dyn Fn(&LexicalHit) -> bool>,
     ) -> Result<(Vec<LexicalHit>, u64), Error> {
         let lexical_ids: Vec<u64> = lexical_hits.iter().map(|h| h.chunk_id).collect();
-        let fused = self.search.fusion.fuse(&lexical_ids, semantic);
+        let fused = fusion.fuse(&lexical_ids, semantic);
         let mut by_id: std::collections::HashMap<u64, LexicalHit> =
             lexical_hits.into_iter().map(|h| (h.chunk_id, h)).collect();
         let missing: Vec<u64> = fused
@@ -967,6 +971,7 @@ impl Project {
             lexical_hits,
             lexical_total as u64,
             &ranking,
+            &self.search.fusion,
             Some(&excluded),
         )?;
         let hits: Vec<LexicalHit> = hits.into_iter().take(params.limit).collect();

@@ -446,18 +446,7 @@ impl AmanServer {
             structured["notice"] = json!(notice);
         }
         if let Some(vectors) = &status.vectors {
-            structured["embedding"] = json!({
-                "model": vectors.model,
-                "embedder": vectors.embedder,
-                "embedded": vectors.embedded,
-                "pending": vectors.pending,
-                "chunks_per_second": vectors.rate,
-                "health": vectors.health,
-            });
-            if vectors.pending > 0 && vectors.rate > 0.0 {
-                structured["embedding"]["eta_seconds"] =
-                    json!((vectors.pending as f64 / vectors.rate).ceil());
-            }
+            structured["embedding"] = embedding_json(vectors);
         }
         let mut text = format!(
             "Project {}\nState: {}\nFiles: {}  Chunks: {}\nProgress: {}/{} files\nIndex size: {} bytes (source {} bytes)\n",
@@ -659,8 +648,24 @@ fn optional_mode(args: &JsonObject) -> Result<String, ToolError> {
     }
 }
 
+/// The embedder's state as JSON (`index-status`, `amanctl status --json`).
+pub fn embedding_json(vectors: &pb::VectorStatus) -> Value {
+    let mut out = json!({
+        "model": vectors.model,
+        "embedder": vectors.embedder,
+        "embedded": vectors.embedded,
+        "pending": vectors.pending,
+        "chunks_per_second": vectors.rate,
+        "health": vectors.health,
+    });
+    if vectors.pending > 0 && vectors.rate > 0.0 {
+        out["eta_seconds"] = json!((vectors.pending as f64 / vectors.rate).ceil());
+    }
+    out
+}
+
 /// Embedding progress as words: `1200/3400 chunks embedded (85.2 chunks/s, ~27 s left)`.
-fn embedding_progress(vectors: &pb::VectorStatus) -> String {
+pub fn embedding_progress(vectors: &pb::VectorStatus) -> String {
     let total = vectors.embedded + vectors.pending;
     let mut out = format!("{}/{} chunks embedded", vectors.embedded, total);
     if vectors.pending > 0 && vectors.rate > 0.0 {

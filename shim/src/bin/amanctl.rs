@@ -193,14 +193,7 @@ async fn status(as_json: bool) -> ExitCode {
                     v["last_error"] = json!(error);
                 }
                 if let Some(vectors) = &p.vectors {
-                    v["embedding"] = json!({
-                        "model": vectors.model,
-                        "embedder": vectors.embedder,
-                        "embedded": vectors.embedded,
-                        "pending": vectors.pending,
-                        "chunks_per_second": vectors.rate,
-                        "health": vectors.health,
-                    });
+                    v["embedding"] = amanmcp::mcp::embedding_json(vectors);
                 }
                 v
             })
@@ -253,19 +246,7 @@ async fn status(as_json: bool) -> ExitCode {
             println!("    watch:  {}", p.watch);
             match &p.vectors {
                 Some(v) => {
-                    let mut line = format!(
-                        "    vectors: {}/{} chunks embedded",
-                        v.embedded,
-                        v.embedded + v.pending
-                    );
-                    if v.pending > 0 && v.rate > 0.0 {
-                        line.push_str(&format!(
-                            " ({:.1}/s, ~{:.0} s left)",
-                            v.rate,
-                            (v.pending as f64 / v.rate).ceil()
-                        ));
-                    }
-                    println!("{line}");
+                    println!("    vectors: {}", amanmcp::mcp::embedding_progress(v));
                     println!("    embedder: {} [{}]", v.embedder, v.health);
                 }
                 None => println!("    vectors: off (keyword search only)"),
