@@ -2,8 +2,9 @@
 //!
 //! Runs in the background, so BM25 answers as soon as a chunk is committed and vectors
 //! follow. Reads pending chunk ids from LMDB and their text from tantivy (so a restart
-//! resumes where it stopped), embeds a batch, and sends the vectors to the project's writer,
-//! which stores them only for chunks that still exist. On embedder errors it backs off (1 s,
+//! resumes where it stopped), takes vectors of text seen before from the embedding cache,
+//! embeds the rest a batch at a time, and sends the vectors to the project's writer, which
+//! stores them only for chunks that still exist (and drops removed chunks' vectors). On embedder errors it backs off (1 s,
 //! doubling to a minute) and tries again; the error shows in the project's status.
 
 use std::collections::HashSet;
@@ -108,9 +109,42 @@ fn run(index: &ProjectIndex, writer: &WriterHandle, embedding: &Embedding, stop:
             }
         };
         if pending.is_empty() {
+            // Removed chunks' vectors are dropped by a vector commit: send an empty one.
+            if in_flight.is_empty() && index.store.vector_deletes_count().unwrap_or(0) > 0 {
+                if !writer.send(WriteOp::Vectors(Vec::new())) {
+                    return;
+                }
+            }
             progress.rate_bits.store(0f64.to_bits(), Ordering::Relaxed);
             window = (Instant::now(), 0);
             index.embed_wake.wait(Duration::from_secs(5));
+            continue;
+        }
+        // Text embedded before (unchanged code, renames, copies, branch switches) comes from
+        // the cache, without the embedder.
+        let hashes: Vec<u64> = pending.iter().map(|(_, hash)| *hash).collect();
+        let cached = index.store.cached_vectors(&hashes).unwrap_or_default();
+        if !cached.is_empty() {
+            let items: Vec<EmbeddedChunk> = pending
+                .iter()
+                .filter_map(|(chunk_id, hash)| {
+                    cached.get(hash).map(|vector| EmbeddedChunk {
+                        chunk_id: *chunk_id,
+                        hash: *hash,
+                        vector: vector.clone(),
+                    })
+                })
+                .collect();
+            in_flight.extend(items.iter().map(|item| item.chunk_id));
+            if !writer.send(WriteOp::Vectors(items)) {
+                return;
+            }
+        }
+        let pending: Vec<(u64, u64)> = pending
+            .into_iter()
+            .filter(|(_, hash)| !cached.contains_key(hash))
+            .collect();
+        if pending.is_empty() {
             continue;
         }
         let ids: Vec<u64> = pending.iter().map(|(id, _)| *id).collect();

@@ -44,6 +44,8 @@ pub mod db_name {
     pub const EMBED_CACHE: &str = "embed_cache";
     /// Chunk id -> chunk text hash: chunks still waiting for a vector.
     pub const EMBED_PENDING: &str = "embed_pending";
+    /// Chunk id -> (): vectors of removed chunks, dropped by the next vector commit.
+    pub const VECTOR_DELETES: &str = "vector_deletes";
 }
 
 mod meta_key {
@@ -56,6 +58,13 @@ mod meta_key {
 
 /// The arroy index (within the vectors database) holding the chunk vectors.
 const ARROY_INDEX: u16 = 0;
+
+/// Vector ids, pending chunk ids, and ids whose vectors are to be dropped.
+pub type VectorState = (
+    RoaringBitmap,
+    std::collections::HashSet<u64>,
+    std::collections::HashSet<u64>,
+);
 
 /// A chunk's new vector, from the embedding worker.
 #[derive(Debug, Clone)]
@@ -164,6 +173,7 @@ pub struct Store {
     vectors: arroy::Database<'static, Cosine>,
     embed_cache: Database<'static, BeU64, Bytes>,
     embed_pending: Database<'static, BeU64, BeU64>,
+    vector_deletes: Database<'static, BeU64, Unit>,
 }
 
 impl Store {
@@ -180,7 +190,18 @@ impl Store {
         }
         .map_err(|e| IndexError::lmdb(dir, e))?;
         let wtxn = env.write_txn().map_err(|e| IndexError::lmdb(dir, e))?;
-        let (meta, files, chunks, dirty, file_symbols, symbol_index, vectors, cache, pending) = env
+        let (
+            meta,
+            files,
+            chunks,
+            dirty,
+            file_symbols,
+            symbol_index,
+            vectors,
+            cache,
+            pending,
+            deletes,
+        ) = env
             .create_databases_and_commit(wtxn, |opener, wtxn| -> heed::Result<_> {
                 let meta = opener.create_database::<Str, Bytes>(wtxn, Some(db_name::META))?;
                 let files = opener.create_database::<Str, FileCodec>(wtxn, Some(db_name::FILES))?;
@@ -197,6 +218,8 @@ impl Store {
                     opener.create_database::<BeU64, Bytes>(wtxn, Some(db_name::EMBED_CACHE))?;
                 let pending =
                     opener.create_database::<BeU64, BeU64>(wtxn, Some(db_name::EMBED_PENDING))?;
+                let deletes =
+                    opener.create_database::<BeU64, Unit>(wtxn, Some(db_name::VECTOR_DELETES))?;
                 Ok(CommitOrAbort::<_, ()>::Commit((
                     meta,
                     files,
@@ -207,6 +230,7 @@ impl Store {
                     vectors,
                     cache,
                     pending,
+                    deletes,
                 )))
             })
             .map_err(|e| IndexError::lmdb(dir, e))?
@@ -223,6 +247,7 @@ impl Store {
             vectors,
             embed_cache: cache,
             embed_pending: pending,
+            vector_deletes: deletes,
         })
     }
 
@@ -463,10 +488,9 @@ impl Store {
         Ok(out)
     }
 
-    /// Chunk ids with a vector and chunk ids waiting for one, read in one transaction.
-    pub fn vector_state(
-        &self,
-    ) -> Result<(RoaringBitmap, std::collections::HashSet<u64>), IndexError> {
+    /// Chunk ids with a vector, chunk ids waiting for one, and removed chunk ids whose vector
+    /// is still to be dropped, read in one transaction.
+    pub fn vector_state(&self) -> Result<VectorState, IndexError> {
         let rtxn = self.env.read_txn().map_err(|e| self.err(e))?;
         let vectors = match arroy::Reader::<Cosine>::open(&rtxn, ARROY_INDEX, self.vectors) {
             Ok(reader) => reader.item_ids().clone(),
@@ -477,7 +501,11 @@ impl Store {
         for item in self.embed_pending.iter(&rtxn).map_err(|e| self.err(e))? {
             pending.insert(item.map_err(|e| self.err(e))?.0);
         }
-        Ok((vectors, pending))
+        let mut deletes = std::collections::HashSet::new();
+        for item in self.vector_deletes.iter(&rtxn).map_err(|e| self.err(e))? {
+            deletes.insert(item.map_err(|e| self.err(e))?.0);
+        }
+        Ok((vectors, pending, deletes))
     }
 
     /// Every stored vector, by chunk id (benchmarks: exact search to measure ANN recall).
@@ -507,6 +535,24 @@ impl Store {
             .get(&rtxn, &chunk_id)
             .map_err(|e| self.err(e))?
             .is_some())
+    }
+
+    /// Cached vectors of the given chunk text hashes (those the cache has).
+    pub fn cached_vectors(&self, hashes: &[u64]) -> Result<HashMap<u64, Vec<f32>>, IndexError> {
+        let rtxn = self.env.read_txn().map_err(|e| self.err(e))?;
+        let mut out = HashMap::new();
+        for hash in hashes {
+            if let Some(bytes) = self.embed_cache.get(&rtxn, hash).map_err(|e| self.err(e))? {
+                out.insert(*hash, bytes_vector(bytes));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Vectors of removed chunks not yet dropped.
+    pub fn vector_deletes_count(&self) -> Result<u64, IndexError> {
+        let rtxn = self.env.read_txn().map_err(|e| self.err(e))?;
+        self.vector_deletes.len(&rtxn).map_err(|e| self.err(e))
     }
 
     /// Chunks waiting for a vector.
@@ -613,20 +659,23 @@ impl StoreTxn<'_> {
                 .map_err(|e| self.store.err(e))?;
         }
         if let Some(old) = self.file(path)? {
-            let arroy = self.arroy()?;
             for id in old.chunk_ids {
                 self.store
                     .chunks
                     .delete(&mut self.wtxn, &id)
                     .map_err(|e| self.store.err(e))?;
-                self.store
+                // A chunk still pending has no vector; one with a vector has it dropped by
+                // the next vector commit (searches skip ids without a chunk meanwhile).
+                let was_pending = self
+                    .store
                     .embed_pending
                     .delete(&mut self.wtxn, &id)
                     .map_err(|e| self.store.err(e))?;
-                if let (Some(arroy), Ok(item)) = (&arroy, u32::try_from(id)) {
-                    arroy
-                        .del_item(&mut self.wtxn, item)
-                        .map_err(|e| self.vectors_err(e))?;
+                if !was_pending {
+                    self.store
+                        .vector_deletes
+                        .put(&mut self.wtxn, &id, &())
+                        .map_err(|e| self.store.err(e))?;
                 }
             }
             self.store
@@ -658,41 +707,17 @@ impl StoreTxn<'_> {
                 .put(&mut self.wtxn, path, symbols)
                 .map_err(|e| self.store.err(e))?;
         }
-        let dims = self.vector_dims()?;
-        let arroy = self.arroy()?;
+        // No vector is written here: arroy's trees are rebuilt by vector commits only, so a
+        // saved file stays cheap to commit. The worker serves cached text without embedding.
         for (id, chunk) in chunks {
             self.store
                 .chunks
                 .put(&mut self.wtxn, id, chunk)
                 .map_err(|e| self.store.err(e))?;
-            // Text embedded before (same content elsewhere, or an earlier version of the
-            // tree): its vector comes from the cache, in this same transaction.
-            let cached = match (&arroy, u32::try_from(*id)) {
-                (Some(arroy), Ok(item)) => {
-                    let cached = self
-                        .store
-                        .embed_cache
-                        .get(&self.wtxn, &chunk.hash)
-                        .map_err(|e| self.store.err(e))?
-                        .map(bytes_vector);
-                    match cached {
-                        Some(vector) if Some(vector.len()) == dims => {
-                            arroy
-                                .add_item(&mut self.wtxn, item, &vector)
-                                .map_err(|e| self.vectors_err(e))?;
-                            true
-                        }
-                        _ => false,
-                    }
-                }
-                _ => false,
-            };
-            if !cached {
-                self.store
-                    .embed_pending
-                    .put(&mut self.wtxn, id, &chunk.hash)
-                    .map_err(|e| self.store.err(e))?;
-            }
+            self.store
+                .embed_pending
+                .put(&mut self.wtxn, id, &chunk.hash)
+                .map_err(|e| self.store.err(e))?;
         }
         self.store
             .files
@@ -752,6 +777,10 @@ impl StoreTxn<'_> {
             .clear(&mut self.wtxn)
             .map_err(|e| store.err(e))?;
         store
+            .vector_deletes
+            .clear(&mut self.wtxn)
+            .map_err(|e| store.err(e))?;
+        store
             .meta
             .delete(&mut self.wtxn, meta_key::EMBED_DIMS)
             .map_err(|e| store.err(e))?;
@@ -777,6 +806,30 @@ impl StoreTxn<'_> {
     /// deleted meanwhile is skipped). Returns how many were stored.
     pub fn put_vectors(&mut self, items: &[EmbeddedChunk]) -> Result<usize, IndexError> {
         let store = self.store;
+        // First the vectors of removed chunks.
+        let mut deletes = Vec::new();
+        for item in store
+            .vector_deletes
+            .iter(&self.wtxn)
+            .map_err(|e| store.err(e))?
+        {
+            deletes.push(item.map_err(|e| store.err(e))?.0);
+        }
+        if !deletes.is_empty() {
+            if let Some(arroy) = self.arroy()? {
+                for id in &deletes {
+                    if let Ok(item) = u32::try_from(*id) {
+                        arroy
+                            .del_item(&mut self.wtxn, item)
+                            .map_err(|e| self.vectors_err(e))?;
+                    }
+                }
+            }
+            store
+                .vector_deletes
+                .clear(&mut self.wtxn)
+                .map_err(|e| store.err(e))?;
+        }
         let Some(first) = items.first() else {
             return Ok(0);
         };

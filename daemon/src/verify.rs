@@ -75,9 +75,9 @@ pub fn verify(
         }
     }
 
-    // Vectors: every chunk has a vector or waits for one (not both); no vector of a chunk
-    // that is gone.
-    let (vectors, pending) = index.store.vector_state()?;
+    // Vectors: every chunk has a vector or waits for one (not both); the vector of a chunk
+    // that is gone is queued to be dropped.
+    let (vectors, pending, deletes) = index.store.vector_state()?;
     for (id, path) in &chunks {
         let has_vector = u32::try_from(*id).is_ok_and(|item| vectors.contains(item));
         match (has_vector, pending.contains(id)) {
@@ -91,7 +91,8 @@ pub fn verify(
         }
     }
     for item in &vectors {
-        if !chunks.contains_key(&u64::from(item)) {
+        let id = u64::from(item);
+        if !chunks.contains_key(&id) && !deletes.contains(&id) {
             problems.push(format!("vector of unknown chunk {item}"));
         }
     }

@@ -11,10 +11,10 @@
 //! On open, any dirty path has its tantivy documents and LMDB records dropped, and the
 //! reconcile pass then re-indexes it (see [`recover`]).
 //!
-//! Vectors live in LMDB only (arroy), so they need no intent: step 3 writes a chunk's vector
-//! (from the embedding cache) or its pending mark with its record, and vectors computed
-//! later by the embedding worker arrive as [`WriteOp::Vectors`]; every commit that changed a
-//! vector rebuilds arroy's trees before it commits.
+//! Vectors live in LMDB only (arroy), so they need no intent: step 3 writes a chunk's pending
+//! mark with its record (and queues a removed chunk's vector for dropping); vectors arrive
+//! later from the embedding worker as [`WriteOp::Vectors`], and only those commits touch
+//! arroy, rebuilding its trees before they commit.
 
 use std::collections::HashSet;
 use std::sync::Arc;
