@@ -110,10 +110,11 @@ fn run(index: &ProjectIndex, writer: &WriterHandle, embedding: &Embedding, stop:
         };
         if pending.is_empty() {
             // Removed chunks' vectors are dropped by a vector commit: send an empty one.
-            if in_flight.is_empty() && index.store.vector_deletes_count().unwrap_or(0) > 0 {
-                if !writer.send(WriteOp::Vectors(Vec::new())) {
-                    return;
-                }
+            if in_flight.is_empty()
+                && index.store.vector_deletes_count().unwrap_or(0) > 0
+                && !writer.send(WriteOp::Vectors(Vec::new()))
+            {
+                return;
             }
             progress.rate_bits.store(0f64.to_bits(), Ordering::Relaxed);
             window = (Instant::now(), 0);
