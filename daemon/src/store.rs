@@ -454,17 +454,26 @@ impl Store {
         self.env.real_disk_size().unwrap_or(0)
     }
 
-    /// The model whose vectors this index holds, and their dimensions (once known).
-    pub fn vector_model(&self) -> Result<(Option<String>, Option<usize>), IndexError> {
+    /// The model whose vectors this index holds, if recorded.
+    pub fn vector_model(&self) -> Result<Option<String>, IndexError> {
         let rtxn = self.env.read_txn().map_err(|e| self.err(e))?;
-        let model = self
+        Ok(self
             .meta
             .get(&rtxn, meta_key::EMBED_MODEL)
             .map_err(|e| self.err(e))?
-            .map(|b| String::from_utf8_lossy(b).into_owned());
-        drop(rtxn);
-        let dims = self.meta_u64(meta_key::EMBED_DIMS)?.map(|d| d as usize);
-        Ok((model, dims))
+            .map(|b| String::from_utf8_lossy(b).into_owned()))
+    }
+
+    /// arroy's reader, or `None` while nothing has been embedded yet.
+    fn vector_reader<'t>(
+        &self,
+        rtxn: &'t heed::RoTxn,
+    ) -> Result<Option<arroy::Reader<'t, Cosine>>, IndexError> {
+        match arroy::Reader::<Cosine>::open(rtxn, ARROY_INDEX, self.vectors) {
+            Ok(reader) => Ok(Some(reader)),
+            Err(arroy::Error::MissingMetadata(_)) => Ok(None),
+            Err(e) => Err(IndexError::vectors(&self.path, e)),
+        }
     }
 
     /// Up to `limit` chunks waiting for a vector, `(chunk id, text hash)`, lowest ids first,
@@ -492,11 +501,9 @@ impl Store {
     /// is still to be dropped, read in one transaction.
     pub fn vector_state(&self) -> Result<VectorState, IndexError> {
         let rtxn = self.env.read_txn().map_err(|e| self.err(e))?;
-        let vectors = match arroy::Reader::<Cosine>::open(&rtxn, ARROY_INDEX, self.vectors) {
-            Ok(reader) => reader.item_ids().clone(),
-            Err(arroy::Error::MissingMetadata(_)) => RoaringBitmap::new(),
-            Err(e) => return Err(IndexError::vectors(&self.path, e)),
-        };
+        let vectors = self
+            .vector_reader(&rtxn)?
+            .map_or_else(RoaringBitmap::new, |reader| reader.item_ids().clone());
         let mut pending = std::collections::HashSet::new();
         for item in self.embed_pending.iter(&rtxn).map_err(|e| self.err(e))? {
             pending.insert(item.map_err(|e| self.err(e))?.0);
@@ -511,10 +518,8 @@ impl Store {
     /// Every stored vector, by chunk id (benchmarks: exact search to measure ANN recall).
     pub fn all_vectors(&self) -> Result<Vec<(u64, Vec<f32>)>, IndexError> {
         let rtxn = self.env.read_txn().map_err(|e| self.err(e))?;
-        let reader = match arroy::Reader::<Cosine>::open(&rtxn, ARROY_INDEX, self.vectors) {
-            Ok(reader) => reader,
-            Err(arroy::Error::MissingMetadata(_)) => return Ok(Vec::new()),
-            Err(e) => return Err(IndexError::vectors(&self.path, e)),
+        let Some(reader) = self.vector_reader(&rtxn)? else {
+            return Ok(Vec::new());
         };
         let mut out = Vec::new();
         for item in reader
@@ -571,11 +576,8 @@ impl Store {
         search_k: usize,
     ) -> Result<Vec<(u64, f32)>, IndexError> {
         let rtxn = self.env.read_txn().map_err(|e| self.err(e))?;
-        let reader = match arroy::Reader::<Cosine>::open(&rtxn, ARROY_INDEX, self.vectors) {
-            Ok(reader) => reader,
-            // Nothing embedded yet.
-            Err(arroy::Error::MissingMetadata(_)) => return Ok(Vec::new()),
-            Err(e) => return Err(IndexError::vectors(&self.path, e)),
+        let Some(reader) = self.vector_reader(&rtxn)? else {
+            return Ok(Vec::new());
         };
         if reader.dimensions() != query.len() {
             return Ok(Vec::new());

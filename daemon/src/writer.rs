@@ -331,7 +331,7 @@ fn crash_point(name: &str) {
 /// none recorded) has them dropped and every chunk queued for embedding. Runs before the
 /// writer starts. Returns the chunks queued.
 pub fn adopt_model(index: &ProjectIndex, model: &str) -> Result<Option<u64>, IndexError> {
-    let (current, _) = index.store.vector_model()?;
+    let current = index.store.vector_model()?;
     if current.as_deref() == Some(model) {
         return Ok(None);
     }
