@@ -9,6 +9,7 @@
 //!     target/release/amanmcp-bench index /path/to/repo [--rounds 5]
 
 mod localize;
+mod semble;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -91,6 +92,32 @@ enum BenchCommand {
         /// Where to check the repositories out (default: a temporary directory).
         #[arg(long)]
         workdir: Option<PathBuf>,
+    },
+    /// The semble code-search benchmark (`../shared/eval/semble`): NDCG@10 per repository,
+    /// category and language in every mode, beside the peers' published figures, through
+    /// the real daemon and shim. Materialize the checkouts first with its `materialize.sh`.
+    Semble {
+        /// The `semble` folder of the shared eval data.
+        #[arg(long, default_value = "../shared/eval/semble")]
+        eval: PathBuf,
+        /// Where `materialize.sh` put the checkouts (its default).
+        #[arg(long)]
+        checkouts: Option<PathBuf>,
+        /// Only these repositories, comma-separated.
+        #[arg(long, value_delimiter = ',')]
+        repos: Vec<String>,
+        /// Modes to run, comma-separated.
+        #[arg(long, default_value = "lexical,semantic,hybrid", value_delimiter = ',')]
+        modes: Vec<String>,
+        /// Results asked of each search.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        /// Write every query's top files per mode to this JSON-lines file.
+        #[arg(long)]
+        dump: Option<PathBuf>,
+        /// Fail when a mode's mean falls below a floor: `hybrid=0.8` (repeatable).
+        #[arg(long = "floor", value_parser = parse_floor)]
+        floors: Vec<(String, f64)>,
     },
     /// Freshness through the file watcher on a copy of DIR: a saved file until searchable
     /// (p50/p95 over many edits), and a 2,000-file storm until settled.
@@ -183,11 +210,47 @@ fn main() -> anyhow::Result<()> {
                 workdir,
             }))
         }
+        BenchCommand::Semble {
+            eval,
+            checkouts,
+            repos,
+            modes,
+            limit,
+            dump,
+            floors,
+        } => {
+            let checkouts = match checkouts {
+                Some(dir) => dir,
+                None => PathBuf::from(std::env::var("HOME").context("HOME")?)
+                    .join(".cache/amanmcp-semble"),
+            };
+            let runtime = tokio::runtime::Runtime::new()?;
+            runtime.block_on(semble::run(semble::Options {
+                eval,
+                checkouts,
+                repos,
+                modes,
+                limit,
+                dump,
+                floors,
+            }))
+        }
         BenchCommand::Freshness { dir, edits } => {
             let runtime = tokio::runtime::Runtime::new()?;
             runtime.block_on(bench_freshness(&dir, edits))
         }
     }
+}
+
+/// `mode=value` of `--floor`.
+fn parse_floor(text: &str) -> Result<(String, f64), String> {
+    let (mode, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("expected MODE=VALUE, got {text:?}"))?;
+    let value: f64 = value
+        .parse()
+        .map_err(|e| format!("bad floor {value:?}: {e}"))?;
+    Ok((mode.to_string(), value))
 }
 
 fn bin(name: &str) -> anyhow::Result<PathBuf> {
@@ -225,7 +288,9 @@ async fn start_daemon() -> anyhow::Result<(Daemon, DaemonClient<Channel>)> {
     start_daemon_with(&[]).await
 }
 
-/// Start a private daemon with extra environment variables.
+/// Start a private daemon with extra environment variables. Its data directory is a fresh
+/// temporary one, or `$AMANMCP_BENCH_DATA_DIR` when set (kept between runs, so repeated
+/// quality runs reuse their indexes and vectors).
 async fn start_daemon_with(
     vars: &[(&str, &str)],
 ) -> anyhow::Result<(Daemon, DaemonClient<Channel>)> {
@@ -237,7 +302,11 @@ async fn start_daemon_with(
         .arg("--socket")
         .arg(&socket)
         .arg("--data-dir")
-        .arg(dir.path().join("data"))
+        .arg(
+            std::env::var_os("AMANMCP_BENCH_DATA_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| dir.path().join("data")),
+        )
         .env(
             "AMANMCP_LOG",
             std::env::var("AMANMCP_LOG").unwrap_or_else(|_| "warn".into()),
@@ -544,8 +613,8 @@ async fn bench_index(
 /// neighbours as search does, at arroy's default search effort and larger ones; queries are
 /// the bench queries (embedded by the built-in model) and a sample of chunk vectors.
 fn ann_recall(data_dir: &Path, root: &Path, queries: &[String]) -> anyhow::Result<()> {
-    let dir = amanmcpd::project::project_dir(data_dir, root).join("lmdb");
-    let store = amanmcpd::store::Store::open(&dir)?;
+    let dir = amanmcpd::index::project_dir(data_dir, root).join("lmdb");
+    let store = amanmcpd::index::store::Store::open(&dir)?;
     let vectors = store.all_vectors()?;
     if vectors.len() < 20 {
         return Ok(());

@@ -1,29 +1,20 @@
 //! `amanmcpd`: the per-user daemon that owns project indexes and serves them over gRPC.
 //!
-//! See ARCHITECTURE.md for the code map. In short: [`server`] binds the socket,
-//! [`rpc`] is the only module that knows protobuf, [`registry`] holds loaded projects,
-//! [`project`] owns one project's index, [`indexer`] runs a pass, [`writer`] is the single
-//! writer, [`store`] (LMDB) and [`lexical`] (tantivy) are the storage.
+//! See ARCHITECTURE.md for the code map. Layers, lowest first (a module imports only from
+//! the ones before it): [`error`], [`files`] (what is on disk), [`chunk`] (splitting code),
+//! [`index`] (one project's storage and the pipeline that fills it), [`embed`] (embedders
+//! and the embedding worker), [`search`] (query analysis, fusion, ranking, lookup),
+//! [`watch`], [`project`] (one loaded project), [`registry`], [`rpc`] (the only module
+//! that knows protobuf) and [`server`].
 
 pub mod chunk;
-pub mod codec;
 pub mod embed;
-pub mod embedding;
 pub mod error;
-pub mod hybrid;
-pub mod indexer;
-pub mod lang;
-pub mod lexical;
-pub mod lookup;
+pub mod files;
+pub mod index;
 pub mod project;
-pub mod query;
 pub mod registry;
 pub mod rpc;
-pub mod scan;
+pub mod search;
 pub mod server;
-pub mod store;
-pub mod syntax;
-pub mod tokenizer;
-pub mod verify;
 pub mod watch;
-pub mod writer;

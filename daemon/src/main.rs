@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use amanmcpd::scan::Limits;
+use amanmcpd::files::scan::Limits;
 use amanmcpd::server::{self, Config, ServerError};
 use clap::Parser;
 
@@ -83,9 +83,9 @@ fn run(args: Args) -> anyhow::Result<()> {
         limits: Limits::from_env(),
         watch: amanmcpd::watch::WatchConfig::from_env(),
         idle_unload: (idle_secs > 0).then(|| std::time::Duration::from_secs(idle_secs)),
-        search: amanmcpd::hybrid::SearchConfig {
+        search: amanmcpd::search::SearchConfig {
             embedding,
-            fusion: amanmcpd::hybrid::Fusion::from_env(),
+            fusion: amanmcpd::search::fusion::Fusion::from_env(),
             search_k,
         },
     };

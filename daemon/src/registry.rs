@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::error::{Error, UserError};
-use crate::hybrid::SearchConfig;
+use crate::files::scan::Limits;
 use crate::project::{Project, ProjectStatus};
-use crate::scan::Limits;
+use crate::search::SearchConfig;
 use crate::watch::WatchConfig;
 
 /// Loaded projects.

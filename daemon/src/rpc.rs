@@ -8,10 +8,12 @@ use tokio::sync::Notify;
 use tonic::{Request, Response, Status};
 
 use crate::error::Error;
-use crate::hybrid::SearchMode;
-use crate::lookup::{LookupParams, Reference};
-use crate::project::{IndexState, ProjectStatus, SearchParams, Semantic};
+use crate::index::progress::IndexState;
+use crate::project::ProjectStatus;
 use crate::registry::Registry;
+use crate::search::fusion::SearchMode;
+use crate::search::lookup::{LookupParams, Reference};
+use crate::search::{SearchParams, Semantic};
 
 /// Default page size when a request leaves `limit` at 0.
 const DEFAULT_LIMIT: usize = 10;
@@ -385,7 +387,12 @@ impl amanmcp_proto::Daemon for RpcService {
         _request: Request<pb::ShutdownRequest>,
     ) -> Result<Response<pb::ShutdownReply>, Status> {
         tracing::info!("shutdown requested over RPC");
-        self.shutdown.notify_one();
+        // Stop once this reply is on its way, not under it.
+        let shutdown = self.shutdown.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            shutdown.notify_one();
+        });
         Ok(Response::new(pb::ShutdownReply {}))
     }
 }

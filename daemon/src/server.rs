@@ -13,9 +13,9 @@ use tokio::sync::Notify;
 use tokio_stream::StreamExt;
 use tokio_stream::wrappers::UnixListenerStream;
 
+use crate::files::scan::Limits;
 use crate::registry::Registry;
 use crate::rpc::RpcService;
-use crate::scan::Limits;
 
 /// How the daemon is set up.
 #[derive(Debug, Clone)]
@@ -31,7 +31,7 @@ pub struct Config {
     /// Unload projects idle this long (`None`: never).
     pub idle_unload: Option<std::time::Duration>,
     /// The embedder and fusion settings.
-    pub search: crate::hybrid::SearchConfig,
+    pub search: crate::search::SearchConfig,
 }
 
 /// Why the daemon could not start or stopped with an error.
@@ -45,9 +45,16 @@ pub enum ServerError {
         /// The lock it holds.
         lock: PathBuf,
     },
-    /// A private directory (socket or data) belongs to someone else.
-    #[error("directory {0} must be owned by this user and not accessible to others")]
+    /// A private directory (socket or data) belongs to someone else or is shared.
+    #[error(
+        "directory {0} must be owned by this user and not accessible to others \
+         (amanmcpd never changes an existing directory's permissions: chmod 700 it, or \
+         choose another path with AMANMCP_SOCKET / AMANMCP_DATA_DIR)"
+    )]
     UnsafeDir(PathBuf),
+    /// Something that is not a socket is where the socket should go.
+    #[error("{0} exists and is not a socket; refusing to replace it (set AMANMCP_SOCKET)")]
+    NotASocket(PathBuf),
     /// I/O failed.
     #[error("{what} {path}: {source}")]
     Io {
@@ -69,20 +76,30 @@ fn io_err(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Ser
     move |source| ServerError::Io { what, path, source }
 }
 
-/// Create `dir` as 0700, or check that an existing one is ours and private.
+/// Create `dir` as 0700 (its parents as usual), or check that an existing one is ours and
+/// private. The permissions of a directory that already exists are never changed: a shared
+/// one (`/tmp`, a 1777 or group-writable folder) is refused, not taken over.
 pub fn prepare_private_dir(dir: &Path) -> Result<(), ServerError> {
-    std::fs::create_dir_all(dir).map_err(io_err("cannot create", dir))?;
+    amanmcp_proto::endpoint::create_private_dir(dir).map_err(io_err("cannot create", dir))?;
     let meta = std::fs::metadata(dir).map_err(io_err("cannot stat", dir))?;
     // SAFETY: getuid has no preconditions.
     let uid = unsafe { libc::getuid() };
-    if meta.uid() != uid {
+    if meta.uid() != uid || !meta.is_dir() || meta.mode() & 0o077 != 0 {
         return Err(ServerError::UnsafeDir(dir.to_path_buf()));
     }
-    if meta.mode() & 0o077 != 0 {
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
-            .map_err(io_err("cannot chmod", dir))?;
-    }
     Ok(())
+}
+
+/// Refuse a socket path where something other than a socket (or nothing) is: a stale socket
+/// may be replaced, a user's file never.
+fn check_socket_path(socket: &Path) -> Result<(), ServerError> {
+    use std::os::unix::fs::FileTypeExt;
+    match std::fs::symlink_metadata(socket) {
+        Ok(meta) if !meta.file_type().is_socket() => {
+            Err(ServerError::NotASocket(socket.to_path_buf()))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Take a single-instance lock at `lock_path`; held for the daemon's life. One lock sits
@@ -117,7 +134,10 @@ pub async fn run(config: Config) -> Result<(), ServerError> {
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."));
     prepare_private_dir(&socket_dir)?;
-    let _socket_lock = take_lock(&config.socket_path.with_extension("lock"))?;
+    check_socket_path(&config.socket_path)?;
+    let _socket_lock = take_lock(&amanmcp_proto::endpoint::socket_lock_path(
+        &config.socket_path,
+    ))?;
     prepare_private_dir(&config.data_dir)?;
     let _data_lock = take_lock(&config.data_dir.join("amanmcpd.lock"))?;
 

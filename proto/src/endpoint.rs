@@ -63,6 +63,27 @@ pub fn socket_path() -> Result<PathBuf, EndpointError> {
     })
 }
 
+/// Create `dir` readable by its owner only (0700; missing parents as usual). An existing
+/// directory is left as it is: the daemon checks, and refuses, a shared one.
+pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    if let Some(parent) = dir.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// The single-instance lock beside `socket`: its file name with `.lock` appended (never a
+/// sibling that merely shares its stem), holding the daemon's pid.
+pub fn socket_lock_path(socket: &Path) -> PathBuf {
+    let mut name = socket.file_name().unwrap_or_default().to_os_string();
+    name.push(".lock");
+    socket.with_file_name(name)
+}
+
 /// The per-user directory holding every project's index and the daemon log.
 pub fn data_dir() -> Result<PathBuf, EndpointError> {
     if let Some(path) = std::env::var_os(DATA_DIR_ENV).filter(|p| !p.is_empty()) {

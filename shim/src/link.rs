@@ -165,7 +165,7 @@ pub fn daemon_binary() -> PathBuf {
 pub fn start_daemon(socket: &Path) -> std::io::Result<()> {
     let binary = daemon_binary();
     let data_dir = endpoint::data_dir().map_err(std::io::Error::other)?;
-    std::fs::create_dir_all(&data_dir)?;
+    endpoint::create_private_dir(&data_dir)?;
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)

@@ -1169,7 +1169,7 @@ impl ServerHandler for AmanServer {
         Ok(ListResourceTemplatesResult::with_all_items(vec![
             ResourceTemplate::new(template, "project-file")
                 .with_title("A file of this project")
-                .with_description("Any file under the project root, by its relative path."),
+                .with_description("Any indexed file of the project, by its relative path."),
         ]))
     }
 

@@ -112,3 +112,67 @@ fn a_daemon_on_another_socket_cannot_share_the_data_directory() {
     let _ = first.kill();
     let _ = first.wait();
 }
+
+#[test]
+fn a_shared_socket_directory_or_a_file_in_the_sockets_place_is_refused_untouched() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = TestEnv::new();
+    // A world-writable sticky directory (like /tmp): refused, its mode unchanged.
+    let shared = env.path().join("shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let out = env
+        .command("amanmcpd")
+        .env("AMANMCP_SOCKET", shared.join("amanmcpd.sock"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("not accessible to others"), "{stderr}");
+    let mode = std::fs::metadata(&shared).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o1777, "the shared directory's mode was changed");
+    assert!(!shared.join("amanmcpd.sock").exists());
+
+    // A regular file where the socket should be, and a sibling sharing its stem: both intact.
+    let private = env.path().join("private");
+    std::fs::create_dir_all(&private).unwrap();
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::write(private.join("notes.txt"), "my notes\n").unwrap();
+    std::fs::write(private.join("notes.lock"), "keep me\n").unwrap();
+    let out = env
+        .command("amanmcpd")
+        .env("AMANMCP_SOCKET", private.join("notes.txt"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("is not a socket"), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(private.join("notes.txt")).unwrap(),
+        "my notes\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(private.join("notes.lock")).unwrap(),
+        "keep me\n"
+    );
+}
+
+#[test]
+fn amanctl_ends_quietly_when_its_reader_goes_away() {
+    let env = TestEnv::new();
+    let amanctl = amanmcp_tests::bin("amanctl");
+    for _ in 0..5 {
+        // `true` exits before amanctl writes: every write meets a closed pipe.
+        let mut command = std::process::Command::new("sh");
+        command
+            .arg("-c")
+            .arg(format!("'{}' status --json | true", amanctl.display()));
+        env.apply(&mut command);
+        let out = command.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("Broken pipe"),
+            "{stderr}"
+        );
+    }
+}

@@ -58,13 +58,7 @@ fn hits(shim: &mut Shim, query: &str) -> Vec<String> {
         "search",
         json!({"query": query, "limit": 50, "mode": "lexical"}),
     );
-    assert_ne!(reply["result"]["isError"], json!(true), "{reply}");
-    reply["result"]["structuredContent"]["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| h["path"].as_str().unwrap().to_string())
-        .collect()
+    amanmcp_tests::result_paths(&reply)
 }
 
 #[test]

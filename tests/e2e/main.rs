@@ -7,5 +7,7 @@ mod lookup;
 mod mcp;
 mod mcp_client;
 mod quality;
+mod ranking;
+mod security;
 mod semantic;
 mod watch;

@@ -176,7 +176,8 @@ fn two_shims_on_two_projects_share_one_daemon() {
         "{status}"
     );
     // One daemon: exactly one process holds the per-user lock, and it is the one answering.
-    let lock_pid = std::fs::read_to_string(env.socket().with_extension("lock")).unwrap();
+    let lock_pid =
+        std::fs::read_to_string(amanmcp_proto::endpoint::socket_lock_path(&env.socket())).unwrap();
     assert_eq!(lock_pid.trim(), status["pid"].to_string());
 }
 
@@ -240,6 +241,11 @@ fn tool_errors_name_the_parameter() {
         (json!({"query": "x", "path": 3}), "path"),
         (json!({"query": "x", "path": "src/[oops"}), "path"),
         (json!({"query": "x", "language": ["rust"]}), "language"),
+        // An unknown language is an error listing the known ones, not an empty answer.
+        (
+            json!({"query": "x", "language": "klingon"}),
+            "unknown language \"klingon\"; one of: rust, python",
+        ),
     ] {
         let reply = shim.call_tool("search", args.clone());
         let result = &reply["result"];
@@ -247,6 +253,22 @@ fn tool_errors_name_the_parameter() {
         let text = result["content"][0]["text"].as_str().unwrap();
         assert!(text.contains(needle), "{args} -> {text}");
     }
+    // `reindex` of a path that is nowhere, or outside the project, is an error, not
+    // "Re-indexed in 0 ms".
+    for (path, needle) in [
+        ("no/such/file.py", "no such file or directory"),
+        ("../outside.py", "leaves the project"),
+        ("/etc", "outside the project"),
+    ] {
+        let reply = shim.call_tool("reindex", json!({"path": path}));
+        let result = &reply["result"];
+        assert_eq!(result["isError"], json!(true), "{path} -> {reply}");
+        let text = result["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains(needle), "{path} -> {text}");
+    }
+    // A file that exists is re-checked.
+    let reply = shim.call_tool("reindex", json!({"path": "./auth.py"}));
+    assert_ne!(reply["result"]["isError"], json!(true), "{reply}");
     let reply = shim.call_tool("no-such-tool", json!({}));
     assert_eq!(reply["error"]["code"], -32602, "{reply}");
 }
@@ -286,6 +308,11 @@ fn search_filters_by_path_glob_and_language() {
         json!({"query": "verify_password", "language": "python"}),
     );
     assert_eq!(paths(&py), ["app/auth.py"]);
+    let by_extension = shim.call_tool(
+        "search",
+        json!({"query": "verify_password", "language": "PY"}),
+    );
+    assert_eq!(paths(&by_extension), ["app/auth.py"], "{by_extension}");
     let docs = shim.call_tool(
         "search",
         json!({"query": "verify_password", "path": "docs/"}),

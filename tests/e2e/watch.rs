@@ -11,13 +11,7 @@ fn paths(shim: &mut Shim, query: &str) -> Vec<String> {
         "search",
         json!({"query": query, "limit": 50, "mode": "lexical"}),
     );
-    assert_ne!(reply["result"]["isError"], json!(true), "{reply}");
-    let mut out: Vec<String> = reply["result"]["structuredContent"]["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| h["path"].as_str().unwrap().to_string())
-        .collect();
+    let mut out = amanmcp_tests::result_paths(&reply);
     out.sort();
     out.dedup();
     out

@@ -190,13 +190,14 @@ impl TestEnv {
 
     /// `amanctl stop`, then wait until the daemon is gone.
     pub fn stop_daemon(&self) {
-        let ok = self
-            .command("amanctl")
-            .arg("stop")
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "amanctl stop failed");
+        let out = self.command("amanctl").arg("stop").output().unwrap();
+        assert!(
+            out.status.success(),
+            "amanctl stop failed: {}{}\ndaemon log:\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+            self.daemon_log()
+        );
         self.wait_for(Duration::from_secs(10), "the daemon to stop", || {
             self.daemon_pid().is_none()
         });
@@ -243,7 +244,7 @@ impl TestEnv {
 impl Drop for TestEnv {
     fn drop(&mut self) {
         // Stop whatever daemon this test started (it is detached from the test process).
-        let lock = self.socket().with_extension("lock");
+        let lock = amanmcp_proto::endpoint::socket_lock_path(&self.socket());
         if let Some(pid) = std::fs::read_to_string(lock)
             .ok()
             .and_then(|s| s.trim().parse::<i32>().ok())
@@ -252,6 +253,17 @@ impl Drop for TestEnv {
             unsafe { libc::kill(pid, libc::SIGKILL) };
         }
     }
+}
+
+/// The result paths of a successful `search` reply, in order (panics on an error reply).
+pub fn result_paths(reply: &Value) -> Vec<String> {
+    assert_ne!(reply["result"]["isError"], json!(true), "{reply}");
+    reply["result"]["structuredContent"]["results"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no results in {reply}"))
+        .iter()
+        .map(|h| h["path"].as_str().unwrap_or_default().to_string())
+        .collect()
 }
 
 /// A shim process spoken to in raw JSON-RPC lines.

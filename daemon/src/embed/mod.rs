@@ -13,6 +13,7 @@
 
 mod builtin;
 mod http;
+pub mod worker;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};

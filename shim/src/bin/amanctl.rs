@@ -82,6 +82,12 @@ enum McpCommand {
 }
 
 fn main() -> ExitCode {
+    // Like other command-line tools, end quietly when the reader of our output goes away
+    // (`amanctl verify | head`) instead of panicking on the broken pipe.
+    // SAFETY: restoring a signal's default disposition at start-up, before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let args = Args::parse();
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -586,20 +592,41 @@ async fn stop() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match endpoint::connect(&socket).await {
-        Ok(mut client) => match client.shutdown(pb::ShutdownRequest {}).await {
-            Ok(_) => {
-                println!("amanmcpd: stopping");
-                ExitCode::SUCCESS
+    // A daemon busy indexing may be slow to answer: try again while its socket exists.
+    let mut client = None;
+    for _ in 0..5 {
+        match endpoint::connect(&socket).await {
+            Ok(c) => {
+                client = Some(c);
+                break;
             }
-            Err(status) => {
+            Err(_) if socket.exists() => tokio::time::sleep(Duration::from_millis(300)).await,
+            Err(_) => break,
+        }
+    }
+    let Some(mut client) = client else {
+        println!("amanmcpd: not running (socket {})", socket.display());
+        return ExitCode::FAILURE;
+    };
+    match client.shutdown(pb::ShutdownRequest {}).await {
+        Ok(_) => {
+            println!("amanmcpd: stopping");
+            ExitCode::SUCCESS
+        }
+        // The connection can close under the reply as the daemon stops; it stopped if its
+        // socket goes away.
+        Err(status) => {
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while socket.exists() && std::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            if socket.exists() {
                 eprintln!("amanctl: {}", status.message());
                 ExitCode::FAILURE
+            } else {
+                println!("amanmcpd: stopped");
+                ExitCode::SUCCESS
             }
-        },
-        Err(_) => {
-            println!("amanmcpd: not running (socket {})", socket.display());
-            ExitCode::FAILURE
         }
     }
 }

@@ -22,11 +22,11 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::time::{Duration, Instant};
 
 use crate::chunk::Chunk;
+use crate::chunk::syntax::Symbol;
 use crate::error::IndexError;
-use crate::lexical::ChunkDoc;
-use crate::project::ProjectIndex;
-use crate::store::{ChunkRecord, EmbeddedChunk, FileRecord, SymbolRecord};
-use crate::syntax::Symbol;
+use crate::index::ProjectIndex;
+use crate::index::lexical::ChunkDoc;
+use crate::index::store::{ChunkRecord, EmbeddedChunk, FileRecord, SymbolRecord};
 
 /// Staged changes are committed at least this often while updates flow.
 pub const COMMIT_INTERVAL: Duration = Duration::from_millis(700);

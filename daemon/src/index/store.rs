@@ -18,8 +18,8 @@ use heed::types::{Bytes, Str, U64, Unit};
 use heed::{CommitOrAbort, Database, Env, EnvOpenOptions, RwTxn};
 use roaring::RoaringBitmap;
 
-use crate::codec::{ChunkCodec, FileCodec, SymbolsCodec};
 use crate::error::IndexError;
+use crate::index::codec::{ChunkCodec, FileCodec, SymbolsCodec};
 
 /// Bump when the on-disk layout of LMDB or tantivy changes: older indexes are rebuilt.
 pub const FORMAT_VERSION: u64 = 3;
@@ -139,8 +139,8 @@ pub struct SymbolRecord {
     pub parent: Option<String>,
 }
 
-impl From<&crate::syntax::Symbol> for SymbolRecord {
-    fn from(s: &crate::syntax::Symbol) -> Self {
+impl From<&crate::chunk::syntax::Symbol> for SymbolRecord {
+    fn from(s: &crate::chunk::syntax::Symbol) -> Self {
         SymbolRecord {
             name: s.name.clone(),
             qualified: s.qualified.clone(),
@@ -393,6 +393,17 @@ impl Store {
             out.push((id, chunk.path));
         }
         Ok(out)
+    }
+
+    /// Whether `path` is indexed.
+    pub fn has_file(&self, path: &str) -> Result<bool, IndexError> {
+        let rtxn = self.env.read_txn().map_err(|e| self.err(e))?;
+        Ok(self
+            .files
+            .remap_data_type::<heed::types::DecodeIgnore>()
+            .get(&rtxn, path)
+            .map_err(|e| self.err(e))?
+            .is_some())
     }
 
     /// The line ranges of `path`'s chunks.

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
-use crate::lang;
+use crate::files::lang;
 
 /// A file that may need indexing.
 #[derive(Debug, Clone)]
@@ -151,7 +151,7 @@ pub fn scan_scope(
             continue;
         };
         let rel = Path::new(&rel_path);
-        if lang::is_secret(rel) {
+        if crate::files::secrets::is_secret(rel) {
             out.skipped.push((rel_path, SkipReason::Secret));
             continue;
         }

@@ -2,6 +2,41 @@
 
 use std::path::Path;
 
+/// Every language name the index records, with the file extensions that have it.
+const LANGUAGES: &[(&str, &[&str])] = &[
+    ("rust", &["rs"]),
+    ("python", &["py", "pyi", "pyx"]),
+    ("javascript", &["js", "mjs", "cjs", "jsx"]),
+    ("typescript", &["ts", "mts", "cts"]),
+    ("tsx", &["tsx"]),
+    ("go", &["go"]),
+    ("java", &["java"]),
+    ("c", &["c", "h"]),
+    ("cpp", &["cc", "cpp", "cxx", "hpp", "hh", "hxx", "ipp"]),
+    ("csharp", &["cs"]),
+    ("ruby", &["rb"]),
+    ("php", &["php"]),
+    ("bash", &["sh", "bash", "zsh"]),
+    ("markdown", &["md", "markdown"]),
+    ("rst", &["rst"]),
+    ("json", &["json"]),
+    ("toml", &["toml"]),
+    ("yaml", &["yaml", "yml"]),
+    ("html", &["html", "htm"]),
+    ("css", &["css", "scss", "sass", "less"]),
+    ("sql", &["sql"]),
+    ("kotlin", &["kt", "kts"]),
+    ("swift", &["swift"]),
+    ("scala", &["scala"]),
+    ("lua", &["lua"]),
+    ("protobuf", &["proto"]),
+    ("xml", &["xml"]),
+    ("make", &[]),
+    ("dockerfile", &[]),
+    ("cmake", &[]),
+    ("text", &[]),
+];
+
 /// The language name for a relative path, from its extension or well-known file name.
 pub fn language_of(path: &Path) -> &'static str {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
@@ -16,59 +51,25 @@ pub fn language_of(path: &Path) -> &'static str {
         .and_then(|e| e.to_str())
         .unwrap_or("")
         .to_ascii_lowercase();
-    match ext.as_str() {
-        "rs" => "rust",
-        "py" | "pyi" | "pyx" => "python",
-        "js" | "mjs" | "cjs" | "jsx" => "javascript",
-        "ts" | "mts" | "cts" => "typescript",
-        "tsx" => "tsx",
-        "go" => "go",
-        "java" => "java",
-        "c" | "h" => "c",
-        "cc" | "cpp" | "cxx" | "hpp" | "hh" | "hxx" | "ipp" => "cpp",
-        "cs" => "csharp",
-        "rb" => "ruby",
-        "php" => "php",
-        "sh" | "bash" | "zsh" => "bash",
-        "md" | "markdown" => "markdown",
-        "rst" => "rst",
-        "json" => "json",
-        "toml" => "toml",
-        "yaml" | "yml" => "yaml",
-        "html" | "htm" => "html",
-        "css" | "scss" | "sass" | "less" => "css",
-        "sql" => "sql",
-        "kt" | "kts" => "kotlin",
-        "swift" => "swift",
-        "scala" => "scala",
-        "lua" => "lua",
-        "proto" => "protobuf",
-        "xml" => "xml",
-        _ => "text",
-    }
+    LANGUAGES
+        .iter()
+        .find(|(_, extensions)| extensions.contains(&ext.as_str()))
+        .map_or("text", |(name, _)| name)
 }
 
-/// Files that hold secrets (`.env*`, private keys, credentials): not indexed by default.
-pub fn is_secret(path: &Path) -> bool {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    let lower = name.to_ascii_lowercase();
-    lower == ".env"
-        || lower.starts_with(".env.")
-        || lower.starts_with("id_rsa")
-        || lower.starts_with("id_dsa")
-        || lower.starts_with("id_ecdsa")
-        || lower.starts_with("id_ed25519")
-        || lower == ".netrc"
-        || lower == ".npmrc"
-        || lower == ".pypirc"
-        || lower == "credentials"
-        || lower == "credentials.json"
-        || lower.ends_with(".pem")
-        || lower.ends_with(".key")
-        || lower.ends_with(".p12")
-        || lower.ends_with(".pfx")
-        || lower.ends_with(".keystore")
-        || lower.ends_with(".jks")
+/// The language a user means by `given`: a language name (`python`) or one of its
+/// extensions (`py`), any case. `None` when it names none of them.
+pub fn resolve_language(given: &str) -> Option<&'static str> {
+    let given = given.trim().to_ascii_lowercase();
+    LANGUAGES
+        .iter()
+        .find(|(name, extensions)| *name == given || extensions.contains(&given.as_str()))
+        .map(|(name, _)| *name)
+}
+
+/// Every language name, for error messages and documentation.
+pub fn language_names() -> Vec<&'static str> {
+    LANGUAGES.iter().map(|(name, _)| *name).collect()
 }
 
 /// Files whose content is noise for code search (lock files, minified bundles, source maps)
@@ -161,19 +162,11 @@ mod tests {
     }
 
     #[test]
-    fn secrets_are_recognised() {
-        for path in [
-            ".env",
-            ".env.local",
-            "id_rsa",
-            "id_ed25519.pub",
-            "server.pem",
-            "tls.key",
-        ] {
-            assert!(is_secret(Path::new(path)), "{path}");
-        }
-        for path in ["env.rs", "keys.py", "environment.md"] {
-            assert!(!is_secret(Path::new(path)), "{path}");
-        }
+    fn languages_resolve_by_name_or_extension() {
+        assert_eq!(resolve_language("Python"), Some("python"));
+        assert_eq!(resolve_language("py"), Some("python"));
+        assert_eq!(resolve_language("tsx"), Some("tsx"));
+        assert_eq!(resolve_language("klingon"), None);
+        assert!(language_names().contains(&"rust"));
     }
 }

@@ -3,6 +3,8 @@
 //! Invariant (tested): chunks are ordered by start line and together cover every non-blank
 //! line of the file; no chunk starts or ends on a blank line.
 
+pub mod syntax;
+
 /// A chunk of a file: 1-based inclusive line range and its text.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Chunk {

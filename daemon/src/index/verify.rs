@@ -5,8 +5,8 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use crate::error::IndexError;
-use crate::project::ProjectIndex;
-use crate::scan::{self, Limits, ReadOutcome};
+use crate::files::scan::{self, Limits, ReadOutcome};
+use crate::index::ProjectIndex;
 
 /// What the check found.
 #[derive(Debug, Default)]

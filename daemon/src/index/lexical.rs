@@ -16,7 +16,7 @@ use tantivy::schema::{
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 
 use crate::error::IndexError;
-use crate::tokenizer::{self, CODE_TOKENIZER, CodeTokenizer};
+use crate::index::tokenizer::{self, CODE_TOKENIZER, CodeTokenizer};
 
 /// Weight of a match in the symbol field relative to the body.
 const SYMBOL_BOOST: f32 = 3.0;
@@ -95,8 +95,11 @@ pub struct ChunkDoc<'a> {
 
 /// A search request against the lexical index.
 pub struct LexicalQuery<'a> {
-    /// Free text.
+    /// Free text (read for its distinctive terms in "more like this" queries).
     pub text: &'a str,
+    /// The query's terms with their weights (`search::query::weighted_terms`), computed once
+    /// by the caller.
+    pub terms: &'a [(String, f32)],
     /// Only these paths (already expanded from a glob), if set.
     pub paths: Option<&'a [String]>,
     /// Only this language, if set.
@@ -184,9 +187,18 @@ impl Lexical {
     pub fn writer(&self) -> Result<IndexWriter, IndexError> {
         // Half the cores: the parsing pool needs the rest during a cold pass.
         let threads = std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).clamp(1, 4));
-        self.index
+        let writer = self
+            .index
             .writer_with_num_threads(threads, WRITER_HEAP_BYTES)
-            .map_err(|e| self.err(e))
+            .map_err(|e| self.err(e))?;
+        // A daemon killed mid-commit leaves files that no commit references (a `.del` file
+        // of a delete that never committed). The next commit at the same opstamp would
+        // collide with them (`FileAlreadyExists`), so drop them before any write.
+        writer
+            .garbage_collect_files()
+            .wait()
+            .map_err(|e| self.err(e))?;
+        Ok(writer)
     }
 
     /// Queue deletion of every document of `path`.
@@ -304,7 +316,7 @@ impl Lexical {
     /// BM25 search. Returns the page of hits and the total number of matches.
     pub fn search(&self, q: &LexicalQuery<'_>) -> Result<(Vec<LexicalHit>, usize), IndexError> {
         let f = &self.fields;
-        let mut terms: Vec<(String, f32)> = crate::query::weighted_terms(q.text);
+        let mut terms: Vec<(String, f32)> = q.terms.to_vec();
         if terms.iter().any(|(t, _)| !is_stopword(t)) {
             terms.retain(|(t, _)| !is_stopword(t));
         }
@@ -434,7 +446,7 @@ impl Lexical {
 }
 
 /// English words that carry no signal in a code query.
-fn is_stopword(term: &str) -> bool {
+pub fn is_stopword(term: &str) -> bool {
     matches!(
         term,
         "a" | "an"

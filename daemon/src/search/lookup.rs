@@ -1,13 +1,16 @@
 //! `lookup`: code by path (and line range) and/or by symbol, confined to the project root.
 //!
-//! Paths with `..`, absolute paths elsewhere, and symlinks resolving outside the root are
-//! refused; so are secrets files, binaries and files too large to serve.
+//! Only files the index holds are served ([`confine`]); paths with `..` or absolute paths
+//! elsewhere are refused before anything is read, files are opened without following
+//! symlinks at any component ([`open_beneath`]), and what is read is redacted
+//! ([`secrets::redact`]).
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Component, Path};
 
 use crate::error::{Error, UserError};
-use crate::lang;
-use crate::store::{Store, SymbolRecord};
+use crate::files::lang;
+use crate::files::secrets;
+use crate::index::store::{Store, SymbolRecord};
 
 /// At most this many lines are returned per match.
 pub const MAX_LOOKUP_LINES: u32 = 400;
@@ -104,37 +107,108 @@ pub fn relative_inside<'p>(root: &Path, path: &'p str) -> Result<&'p Path, Error
     Ok(relative)
 }
 
-/// Resolve `path` inside `root` (canonical). Returns the real path and the relative path.
-pub fn confine(root: &Path, path: &str) -> Result<(PathBuf, String), Error> {
-    let relative = relative_inside(root, path)?;
-    let joined = root.join(relative);
-    let real = joined.canonicalize().map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => {
-            invalid("path", format!("no such file in the project: {path}"))
-        }
-        _ => invalid("path", format!("cannot open {path}: {e}")),
-    })?;
-    if !real.starts_with(root) {
+/// The root-relative, `/`-separated form of a lexically checked path (`./a/b` -> `a/b`).
+pub fn normalized(relative: &Path) -> String {
+    relative
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(part) => Some(part.to_string_lossy()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// The indexed file `path` names, as a root-relative path. Only what the index holds is
+/// served: ignored, hidden, secret, binary and oversized files, and anything under `.git/`,
+/// are refused exactly as the indexer skips them, and paths leaving the root are refused
+/// before anything is read.
+pub fn confine(root: &Path, store: &Store, path: &str) -> Result<String, Error> {
+    let rel = normalized(relative_inside(root, path)?);
+    if rel.is_empty() {
         return Err(invalid(
             "path",
-            format!("{path} resolves outside the project (symlink)"),
+            format!("{path} is the project root, not a file"),
         ));
     }
-    let rel = crate::scan::relative_path(root, &real)
-        .ok_or_else(|| invalid("path", format!("{path} is the project root, not a file")))?;
-    if lang::is_secret(Path::new(&rel)) {
+    if secrets::is_secret(Path::new(&rel)) {
         return Err(invalid(
             "path",
             format!("{rel} looks like a secrets file and is not served"),
         ));
     }
-    Ok((real, rel))
+    if !store.has_file(&rel)? {
+        return Err(invalid(
+            "path",
+            format!(
+                "{rel} is not in the index (no such file, or ignored, hidden, binary or too \
+                 large); only indexed files are served"
+            ),
+        ));
+    }
+    Ok(rel)
 }
 
-/// Read a file to serve: refuses directories, binaries and huge files; decodes lossily.
-fn read_lines(real: &Path, rel: &str) -> Result<Vec<String>, Error> {
-    let meta =
-        std::fs::metadata(real).map_err(|e| invalid("path", format!("cannot open {rel}: {e}")))?;
+/// Open `rel` under `root` one component at a time without following any symlink
+/// (`openat` with `O_NOFOLLOW`), so swapping a directory for a symlink while we open cannot
+/// lead outside the root. The root itself is canonical and trusted.
+fn open_beneath(root: &Path, rel: &str) -> std::io::Result<std::fs::File> {
+    use std::ffi::CString;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::ffi::OsStrExt;
+
+    let open_at = |dir: libc::c_int, name: &[u8], flags: libc::c_int| {
+        let name = CString::new(name)
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+        // SAFETY: `name` is a valid NUL-terminated string and `dir` an open descriptor (or
+        // AT_FDCWD).
+        let fd = unsafe { libc::openat(dir, name.as_ptr(), flags | libc::O_CLOEXEC) };
+        if fd < 0 {
+            Err(std::io::Error::last_os_error())
+        } else {
+            // SAFETY: `fd` was just opened and nothing else owns it.
+            Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+        }
+    };
+    let mut dir = open_at(
+        libc::AT_FDCWD,
+        root.as_os_str().as_bytes(),
+        libc::O_RDONLY | libc::O_DIRECTORY,
+    )?;
+    let parts: Vec<&str> = rel.split('/').filter(|p| !p.is_empty()).collect();
+    let Some((file, dirs)) = parts.split_last() else {
+        return Err(std::io::ErrorKind::InvalidInput.into());
+    };
+    for part in dirs {
+        dir = open_at(
+            dir.as_raw_fd(),
+            part.as_bytes(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW,
+        )?;
+    }
+    // O_NONBLOCK: a FIFO swapped in must not hang the read (it is refused below).
+    let fd = open_at(
+        dir.as_raw_fd(),
+        file.as_bytes(),
+        libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK,
+    )?;
+    Ok(std::fs::File::from(fd))
+}
+
+/// Read an indexed file to serve: refuses anything but a regular file, binaries and huge
+/// files; decodes lossily and redacts credentials ([`secrets::redact`]).
+fn read_lines(root: &Path, rel: &str) -> Result<Vec<String>, Error> {
+    use std::io::Read;
+    let file = open_beneath(root, rel).map_err(|e| match e.raw_os_error() {
+        Some(libc::ELOOP) | Some(libc::ENOTDIR) => invalid(
+            "path",
+            format!("{rel} goes through a symlink and is not served"),
+        ),
+        _ => invalid("path", format!("cannot open {rel}: {e}")),
+    })?;
+    let meta = file
+        .metadata()
+        .map_err(|e| invalid("path", format!("cannot open {rel}: {e}")))?;
     if !meta.is_file() {
         return Err(invalid("path", format!("{rel} is not a file")));
     }
@@ -144,15 +218,15 @@ fn read_lines(real: &Path, rel: &str) -> Result<Vec<String>, Error> {
             format!("{rel} is too large to serve ({} bytes)", meta.len()),
         ));
     }
-    let bytes =
-        std::fs::read(real).map_err(|e| invalid("path", format!("cannot read {rel}: {e}")))?;
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_SERVE_BYTES)
+        .read_to_end(&mut bytes)
+        .map_err(|e| invalid("path", format!("cannot read {rel}: {e}")))?;
     if bytes[..bytes.len().min(8192)].contains(&0) {
         return Err(invalid("path", format!("{rel} is a binary file")));
     }
-    Ok(String::from_utf8_lossy(&bytes)
-        .lines()
-        .map(str::to_string)
-        .collect())
+    let text = String::from_utf8_lossy(&bytes);
+    Ok(secrets::redact(&text).lines().map(str::to_string).collect())
 }
 
 /// Cut `[start, end]` (1-based, inclusive) out of `lines`, at most `max_lines` of them.
@@ -215,8 +289,8 @@ pub fn lookup(
     match (path, symbol) {
         (None, None) => Err(invalid("path", "give a `path`, a `symbol`, or both")),
         (Some(path), None) => {
-            let (real, rel) = confine(root, path)?;
-            let lines = read_lines(&real, &rel)?;
+            let rel = confine(root, store, path)?;
+            let lines = read_lines(root, &rel)?;
             let start = params.start_line.unwrap_or(1);
             let end = params.end_line.unwrap_or(u32::MAX);
             let max_lines = if params.whole_file {
@@ -243,7 +317,7 @@ pub fn lookup(
         }
         (path, Some(symbol)) => {
             let only_path = match path {
-                Some(path) => Some(confine(root, path)?.1),
+                Some(path) => Some(confine(root, store, path)?),
                 None => None,
             };
             let (name, qualified) = split_symbol(symbol);
@@ -271,10 +345,7 @@ pub fn lookup(
                 .into_iter()
                 .take(params.limit.clamp(1, MAX_LOOKUP_LIMIT))
             {
-                let Ok((real, rel)) = confine(root, &rel) else {
-                    continue;
-                };
-                let Ok(lines) = read_lines(&real, &rel) else {
+                let Ok(lines) = read_lines(root, &rel) else {
                     continue;
                 };
                 let (start, end, code, truncated) =
@@ -339,8 +410,8 @@ pub fn reference(
             })
         }
         Reference::Location { path, line } => {
-            let (real, rel) = confine(root, path)?;
-            let lines = read_lines(&real, &rel)?;
+            let rel = confine(root, store, path)?;
+            let lines = read_lines(root, &rel)?;
             if *line == 0 || *line as usize > lines.len() {
                 return Err(invalid(
                     "line",
@@ -390,31 +461,45 @@ mod tests {
     use super::*;
 
     #[test]
-    fn confinement_refuses_escapes() {
+    fn paths_are_checked_lexically() {
+        let root = Path::new("/proj");
+        let rel = |p: &str| relative_inside(root, p).map(normalized);
+        assert_eq!(rel("src/a.rs").unwrap(), "src/a.rs");
+        assert_eq!(rel("./src/a.rs").unwrap(), "src/a.rs");
+        assert_eq!(rel("/proj/src/a.rs").unwrap(), "src/a.rs");
+        for bad in [
+            "../x",
+            "src/../../x",
+            "./src/../src/a.rs",
+            "/etc/passwd",
+            "",
+            "a\0b",
+        ] {
+            let err = rel(bad).unwrap_err().to_string();
+            assert!(err.contains("path"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn opening_never_follows_a_symlink() {
         let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("x.txt"), "OUTSIDE").unwrap();
         let root = dir.path().join("proj");
         std::fs::create_dir_all(root.join("src")).unwrap();
         std::fs::write(root.join("src/a.rs"), "fn a() {}").unwrap();
-        std::fs::write(dir.path().join("outside.txt"), "secret").unwrap();
-        std::os::unix::fs::symlink(dir.path().join("outside.txt"), root.join("link.txt")).unwrap();
-        std::fs::write(root.join(".env"), "KEY=1").unwrap();
+        std::os::unix::fs::symlink(outside.join("x.txt"), root.join("link.txt")).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("linkdir")).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("src/inner")).unwrap();
         let root = root.canonicalize().unwrap();
-        assert_eq!(confine(&root, "src/a.rs").unwrap().1, "src/a.rs");
-        assert!(confine(&root, "./src/../src/a.rs").is_err());
-        let abs = root.join("src/a.rs");
-        assert_eq!(confine(&root, abs.to_str().unwrap()).unwrap().1, "src/a.rs");
-        for bad in [
-            "../outside.txt",
-            "src/../../outside.txt",
-            "/etc/passwd",
-            "link.txt",
-            ".env",
-            "",
-            "nope.rs",
-        ] {
-            let err = confine(&root, bad).unwrap_err().to_string();
-            assert!(err.contains("path"), "{bad}: {err}");
+        assert_eq!(read_lines(&root, "src/a.rs").unwrap(), ["fn a() {}"]);
+        for through_link in ["link.txt", "linkdir/x.txt", "src/inner/x.txt"] {
+            let err = read_lines(&root, through_link).unwrap_err().to_string();
+            assert!(err.contains("symlink"), "{through_link}: {err}");
         }
+        let err = read_lines(&root, "src").unwrap_err().to_string();
+        assert!(err.contains("not a file"), "{err}");
     }
 
     #[test]

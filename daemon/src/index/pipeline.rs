@@ -12,11 +12,12 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use crate::project::ProjectIndex;
-use crate::scan::{self, Candidate, Limits, ReadOutcome, SkipReason};
-use crate::store::FileRecord;
-use crate::writer::{FileUpdate, WriteOp, WriterHandle};
-use crate::{lang, syntax};
+use crate::chunk::syntax;
+use crate::files::lang;
+use crate::files::scan::{self, Candidate, Limits, ReadOutcome, SkipReason};
+use crate::index::ProjectIndex;
+use crate::index::store::FileRecord;
+use crate::index::writer::{FileUpdate, WriteOp, WriterHandle};
 
 /// A directory an update re-checks: its direct children, or everything below it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -152,6 +153,7 @@ fn diff(
                     } else {
                         changed.fetch_add(1, Ordering::Relaxed);
                         let language = lang::language_of(Path::new(&candidate.rel_path));
+                        let text = crate::files::secrets::redact(&text);
                         let chunked = syntax::chunk_file(language, &text);
                         Some(WriteOp::Upsert(FileUpdate {
                             path: candidate.rel_path.clone(),

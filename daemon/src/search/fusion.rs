@@ -4,9 +4,6 @@
 //! from 1, a missing rank contributing nothing (Cormack et al., k = 60).
 
 use std::collections::HashMap;
-use std::sync::Arc;
-
-use crate::embed::Embedding;
 
 /// Which rankers a search uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -115,30 +112,6 @@ impl Fusion {
                 .then_with(|| a.0.cmp(&b.0))
         });
         fused
-    }
-}
-
-/// What searches need beyond the index: the embedder (if any) and fusion settings.
-#[derive(Clone, Default)]
-pub struct SearchConfig {
-    /// The daemon's embedder; `None`: lexical only.
-    pub embedding: Option<Arc<Embedding>>,
-    /// Fusion parameters.
-    pub fusion: Fusion,
-    /// arroy's `search_k` (0: arroy's default).
-    pub search_k: usize,
-}
-
-impl std::fmt::Debug for SearchConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SearchConfig")
-            .field(
-                "embedder",
-                &self.embedding.as_ref().map(|e| e.embedder.model_id()),
-            )
-            .field("fusion", &self.fusion)
-            .field("search_k", &self.search_k)
-            .finish()
     }
 }
 

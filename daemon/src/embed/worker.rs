@@ -8,68 +8,14 @@
 //! doubling to a minute) and tries again; the error shows in the project's status.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::embed::Embedding;
-use crate::project::ProjectIndex;
-use crate::store::EmbeddedChunk;
-use crate::writer::{WriteOp, WriterHandle};
-
-/// A wake-up signal: the writer rings it after each commit (new chunks may be pending),
-/// the project when it stops.
-#[derive(Default)]
-pub struct Wake {
-    rung: Mutex<bool>,
-    cond: Condvar,
-}
-
-impl Wake {
-    /// Wake the waiter.
-    pub fn notify(&self) {
-        *self.rung.lock().unwrap_or_else(|e| e.into_inner()) = true;
-        self.cond.notify_all();
-    }
-
-    /// Wait until rung or `timeout` passes; clears the signal.
-    pub fn wait(&self, timeout: Duration) {
-        let guard = self.rung.lock().unwrap_or_else(|e| e.into_inner());
-        let (mut guard, _) = self
-            .cond
-            .wait_timeout_while(guard, timeout, |rung| !*rung)
-            .unwrap_or_else(|e| e.into_inner());
-        *guard = false;
-    }
-}
-
-/// Embedding progress of a project, for status.
-#[derive(Default)]
-pub struct EmbedProgress {
-    /// Chunks embedded per second, recently (f64 bits).
-    rate_bits: AtomicU64,
-    /// The last embedder error, cleared by the next success.
-    last_error: Mutex<Option<String>>,
-}
-
-impl EmbedProgress {
-    /// Recent chunks per second.
-    pub fn rate(&self) -> f64 {
-        f64::from_bits(self.rate_bits.load(Ordering::Relaxed))
-    }
-
-    /// The last embedder error, if the last attempt failed.
-    pub fn last_error(&self) -> Option<String> {
-        self.last_error
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-    }
-
-    fn set_error(&self, error: Option<String>) {
-        *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = error;
-    }
-}
+use crate::index::ProjectIndex;
+use crate::index::store::EmbeddedChunk;
+use crate::index::writer::{WriteOp, WriterHandle};
 
 /// Chunk text given to the embedder: where it is, what it defines, then the code.
 pub fn document_text(path: &str, symbol: Option<&str>, body: &str) -> String {

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use heed::{BoxedError, BytesDecode, BytesEncode};
 
-use crate::store::{ChunkRecord, FileRecord, SymbolRecord};
+use crate::index::store::{ChunkRecord, FileRecord, SymbolRecord};
 
 struct Writer(Vec<u8>);
 

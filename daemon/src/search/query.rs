@@ -5,7 +5,7 @@
 //! (`ValueError`). Those words name the code; the prose mostly does not. Their terms are
 //! weighted [`CODE_WEIGHT`] times a prose word's, and kept first when a long query is cut.
 
-use crate::tokenizer;
+use crate::index::tokenizer;
 
 /// Weight of a term that came from a code-like word.
 pub const CODE_WEIGHT: f32 = 2.5;
@@ -33,29 +33,49 @@ fn is_code_word(word: &str, followed_by_paren: bool) -> bool {
     joined || camel
 }
 
+/// The runs of `text` whose characters pass `is_part`, in order, each with whether a `(`
+/// follows it directly (a call).
+fn words(text: &str, is_part: impl Fn(char) -> bool) -> Vec<(&str, bool)> {
+    let mut out = Vec::new();
+    let mut start = None;
+    for (i, c) in text.char_indices() {
+        match (is_part(c), start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                out.push((&text[s..i], c == '('));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(s) = start {
+        out.push((&text[s..], false));
+    }
+    out
+}
+
+/// The words of `text` that look like code (identifiers, qualified names, calls), as typed,
+/// in order, without duplicates.
+pub fn code_words(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let is_part = |c: char| c.is_alphanumeric() || matches!(c, '_' | '.' | ':' | '$' | '#');
+    for (word, paren) in words(text, is_part) {
+        let word = word.trim_matches(|c: char| !c.is_alphanumeric() && c != '_');
+        if !word.is_empty() && is_code_word(word, paren) && !out.iter().any(|w| w == word) {
+            out.push(word.to_string());
+        }
+    }
+    out
+}
+
 /// The query's distinct terms (lowercase tokens, as indexed), each with its weight, in order
 /// of first appearance; code-derived terms carry [`CODE_WEIGHT`].
 pub fn weighted_terms(text: &str) -> Vec<(String, f32)> {
-    let mut code_terms = std::collections::HashSet::new();
-    let mut start = None;
-    let bytes: Vec<(usize, char)> = text.char_indices().collect();
     let is_part = |c: char| c.is_alphanumeric() || matches!(c, '_' | '.' | ':' | '/' | '-');
-    for (idx, &(i, c)) in bytes.iter().enumerate() {
-        let inside = is_part(c);
-        if inside && start.is_none() {
-            start = Some(i);
-        }
-        let last = idx + 1 == bytes.len();
-        if let Some(s) = start
-            && (!inside || last)
-        {
-            let end = if inside && last { text.len() } else { i };
-            let word = &text[s..end];
-            let paren = !inside && c == '(';
-            if is_code_word(word, paren) {
-                code_terms.extend(tokenizer::tokens(word));
-            }
-            start = None;
+    let mut code_terms = std::collections::HashSet::new();
+    for (word, paren) in words(text, is_part) {
+        if is_code_word(word, paren) {
+            code_terms.extend(tokenizer::tokens(word));
         }
     }
     let mut seen = std::collections::HashSet::new();

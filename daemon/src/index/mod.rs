@@ -1,0 +1,109 @@
+//! One project's storage and what fills it: LMDB metadata and vectors ([`store`], record
+//! encodings in [`codec`]), the tantivy BM25 index ([`lexical`], [`tokenizer`]), the single
+//! writer thread ([`writer`]), the indexing pass ([`pipeline`]), live counters
+//! ([`progress`]) and the consistency check ([`verify`]).
+
+pub mod codec;
+pub mod lexical;
+pub mod pipeline;
+pub mod progress;
+pub mod store;
+pub mod tokenizer;
+pub mod verify;
+pub mod writer;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+
+use crate::error::IndexError;
+use lexical::Lexical;
+use progress::{EmbedProgress, Progress, Wake};
+use store::{FORMAT_VERSION, Store};
+
+/// The storage of a project: shared by its writer thread and its readers.
+pub struct ProjectIndex {
+    /// LMDB metadata.
+    pub store: Store,
+    /// tantivy BM25 index.
+    pub lexical: Lexical,
+    /// Live counters.
+    pub progress: Progress,
+    /// Rung by the writer after each commit, for the embedding worker.
+    pub embed_wake: Wake,
+    /// The embedding worker's rate and errors.
+    pub embed_progress: EmbedProgress,
+}
+
+impl ProjectIndex {
+    /// Re-read file and chunk counts and the size on disk after a commit.
+    pub fn refresh_counts(&self) {
+        if let Ok((files, chunks)) = self.store.counts() {
+            self.progress.files.store(files, Ordering::Relaxed);
+            self.progress.chunks.store(chunks, Ordering::Relaxed);
+        }
+        if let Ok(pending) = self.store.pending_count() {
+            self.progress.pending.store(pending, Ordering::Relaxed);
+        }
+        let bytes = self.store.disk_size() + self.lexical.disk_size();
+        self.progress.index_bytes.store(bytes, Ordering::Relaxed);
+    }
+}
+
+/// Open the index in `dir` (creating it; an unreadable or outdated one is an error the
+/// caller answers by rebuilding).
+pub fn open_index(dir: &Path, root: &Path) -> Result<ProjectIndex, IndexError> {
+    let store = Store::open(&dir.join("lmdb"))?;
+    match store.format_version()? {
+        Some(FORMAT_VERSION) => {}
+        Some(other) => {
+            return Err(IndexError::io(
+                dir,
+                std::io::Error::other(format!(
+                    "index format {other} is not the current format {FORMAT_VERSION}"
+                )),
+            ));
+        }
+        None => {
+            // A fresh store: any tantivy data beside it is orphaned.
+            let _ = std::fs::remove_dir_all(dir.join("tantivy"));
+            store.initialise(root)?;
+        }
+    }
+    // arroy item ids are 32-bit: an index whose chunk ids ran past that is rebuilt.
+    if store.next_chunk_id()? > u64::from(u32::MAX) {
+        return Err(IndexError::io(
+            dir,
+            std::io::Error::other("chunk ids exhausted"),
+        ));
+    }
+    let lexical = Lexical::open(&dir.join("tantivy"))?;
+    Ok(ProjectIndex {
+        store,
+        lexical,
+        progress: Progress::default(),
+        embed_wake: Wake::default(),
+        embed_progress: EmbedProgress::default(),
+    })
+}
+
+/// `data_dir/projects/<name>-<hash of root>`: never inside the user's tree.
+pub fn project_dir(data_dir: &Path, root: &Path) -> PathBuf {
+    let hash = xxhash_rust::xxh3::xxh3_64(root.as_os_str().as_encoded_bytes());
+    let name: String = root
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(40)
+        .collect();
+    data_dir
+        .join("projects")
+        .join(format!("{name}-{hash:016x}"))
+}

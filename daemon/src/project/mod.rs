@@ -1,0 +1,474 @@
+//! One loaded project: opens (or rebuilds) its index, runs its writer, watcher and embedding
+//! worker, turns file events into indexing passes, and answers searches through
+//! [`crate::search::Searcher`].
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::error::{Error, IndexError};
+use crate::files::scan::Limits;
+use crate::index::lexical::LexicalHit;
+use crate::index::progress::IndexState;
+use crate::index::writer::{self, WriterHandle};
+use crate::index::{ProjectIndex, open_index, project_dir};
+use crate::search::{Found, SearchConfig, SearchParams, Searcher, Semantic};
+use crate::watch::{ProjectWatch, WatchConfig, WatchMode};
+
+mod status;
+pub use status::{ProjectStatus, VectorStatus};
+
+/// A page of search results.
+pub struct SearchOutcome {
+    /// The hits, best first.
+    pub hits: Vec<LexicalHit>,
+    /// Total matching chunks.
+    pub total: u64,
+    /// Whether more results exist beyond this page.
+    pub truncated: bool,
+    /// The project's status when the search ran.
+    pub status: ProjectStatus,
+    /// Whether vectors took part.
+    pub semantic: Semantic,
+}
+
+/// How long a search on an empty, still-indexing project waits for the first commit.
+const FIRST_COMMIT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// A loaded project.
+pub struct Project {
+    root: PathBuf,
+    index: Arc<ProjectIndex>,
+    /// `None` only while dropping (so the writer sees its channel close).
+    writer: Option<WriterHandle>,
+    writer_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    limits: Limits,
+    pass_running: AtomicBool,
+    pass_requested: AtomicBool,
+    /// Held by a full pass and by an event update, so the two never interleave.
+    update_lock: Mutex<()>,
+    watch: ProjectWatch,
+    poller_started: AtomicBool,
+    last_used_ms: AtomicU64,
+    search: SearchConfig,
+    embed_stop: Arc<AtomicBool>,
+    embed_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+/// Batches with more changed paths than this trigger a full pass instead of an update.
+const STORM_PATHS: usize = 5000;
+/// Updates touching more directories than this become a full pass.
+const STORM_DIRS: usize = 500;
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+impl Drop for Project {
+    fn drop(&mut self) {
+        self.watch.stop();
+        // The embedding worker holds a writer handle: stop it first (it finishes the batch
+        // it is embedding, if any).
+        self.embed_stop.store(true, Ordering::SeqCst);
+        self.index.embed_wake.notify();
+        if let Some(thread) = self
+            .embed_thread
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            let _ = thread.join();
+        }
+        // Close the writer's channel and wait for its last commit, so the LMDB environment
+        // and the tantivy lock are free before the project can be opened again.
+        self.writer.take();
+        if let Some(thread) = self
+            .writer_thread
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Project {
+    /// Open (or create, or rebuild if unreadable) the index of `root` under `data_dir`.
+    pub fn open(
+        root: PathBuf,
+        data_dir: &Path,
+        limits: Limits,
+        watch_config: WatchConfig,
+        search: SearchConfig,
+    ) -> Result<Arc<Project>, IndexError> {
+        let dir = project_dir(data_dir, &root);
+        let index = match open_index(&dir, &root) {
+            Ok(index) => index,
+            Err(e) => {
+                tracing::warn!(dir = %dir.display(), error = %e, "index unreadable; rebuilding");
+                let _ = std::fs::remove_dir_all(&dir);
+                let index = open_index(&dir, &root)?;
+                *index
+                    .progress
+                    .notice
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()) =
+                    Some(format!("the index was rebuilt: {e}"));
+                index
+            }
+        };
+        let recovered = writer::recover(&index)?;
+        if recovered > 0 {
+            tracing::info!(root = %root.display(), recovered, "recovered an interrupted commit");
+        }
+        if let Some(embedding) = &search.embedding {
+            let model = embedding.embedder.model_id();
+            if let Some(queued) = writer::adopt_model(&index, &model)? {
+                tracing::info!(root = %root.display(), %model, queued, "vectors reset for the embedder's model");
+            }
+        }
+        index.refresh_counts();
+        let index = Arc::new(index);
+        let (writer, writer_thread) = writer::spawn(index.clone())?;
+        let (changes_tx, changes_rx) = std::sync::mpsc::channel::<Vec<PathBuf>>();
+        let project_root = root.clone();
+        let embed_stop = Arc::new(AtomicBool::new(false));
+        let embed_thread = match &search.embedding {
+            Some(embedding) => match crate::embed::worker::spawn(
+                index.clone(),
+                writer.clone(),
+                embedding.clone(),
+                embed_stop.clone(),
+            ) {
+                Ok(thread) => Some(thread),
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot start the embedding worker");
+                    None
+                }
+            },
+            None => None,
+        };
+        let project = Arc::new(Project {
+            root,
+            index,
+            writer: Some(writer),
+            writer_thread: Mutex::new(Some(writer_thread)),
+            limits,
+            pass_running: AtomicBool::new(false),
+            pass_requested: AtomicBool::new(false),
+            update_lock: Mutex::new(()),
+            watch: ProjectWatch::start(watch_config, project_root, changes_tx),
+            poller_started: AtomicBool::new(false),
+            last_used_ms: AtomicU64::new(now_ms()),
+            search,
+            embed_stop,
+            embed_thread: Mutex::new(embed_thread),
+        });
+        // The updater holds only a weak reference: an unloaded project stops it.
+        let weak = Arc::downgrade(&project);
+        let spawned = std::thread::Builder::new()
+            .name("amanmcp-updater".into())
+            .spawn(move || {
+                while let Ok(mut paths) = changes_rx.recv() {
+                    while let Ok(more) = changes_rx.try_recv() {
+                        paths.extend(more);
+                    }
+                    let Some(project) = weak.upgrade() else { break };
+                    project.apply_changes(paths);
+                }
+            });
+        if let Err(e) = spawned {
+            project.watch.stop();
+            tracing::error!(error = %e, "cannot start the file updater; changes are seen on reconcile only");
+        }
+        Ok(project)
+    }
+
+    fn writer(&self) -> &WriterHandle {
+        self.writer
+            .as_ref()
+            .expect("the writer lives as long as the project")
+    }
+
+    /// Note a request for this project (for idle unloading).
+    pub fn touch(&self) {
+        self.last_used_ms.store(now_ms(), Ordering::Relaxed);
+    }
+
+    /// Milliseconds since the last request.
+    pub fn idle_ms(&self) -> u64 {
+        now_ms().saturating_sub(self.last_used_ms.load(Ordering::Relaxed))
+    }
+
+    /// Apply a batch of file events: re-check the directories they touched, or run a full
+    /// pass for storms and ignore-file changes.
+    fn apply_changes(self: &Arc<Self>, paths: Vec<PathBuf>) {
+        let mut full = paths.len() > STORM_PATHS;
+        let mut scopes: std::collections::BTreeMap<String, bool> =
+            std::collections::BTreeMap::new();
+        for path in &paths {
+            // The watcher sends the root itself when the OS dropped events: re-check all.
+            if path == &self.root {
+                full = true;
+                break;
+            }
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if crate::files::scan::IGNORE_FILES.contains(&name) {
+                full = true;
+                break;
+            }
+            // Not UTF-8: never indexed, nothing to re-check.
+            let Some(rel) = crate::files::scan::relative_path(&self.root, path) else {
+                continue;
+            };
+            let parent = rel.rsplit_once('/').map_or("", |(p, _)| p).to_string();
+            match std::fs::symlink_metadata(path) {
+                Ok(meta) if meta.is_dir() => {
+                    scopes.insert(rel, true);
+                }
+                Ok(_) => {}
+                // Gone: it may have been a directory with indexed files below it.
+                Err(_) => {
+                    self.watch.forget_dir(path);
+                    scopes.insert(rel, true);
+                }
+            }
+            scopes.entry(parent).or_insert(false);
+        }
+        if full || scopes.len() > STORM_DIRS {
+            self.start_reconcile();
+            return;
+        }
+        let _guard = self.update_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let started = std::time::Instant::now();
+        let mut walked = std::collections::HashMap::new();
+        let scopes: Vec<crate::index::pipeline::DirScope> = scopes
+            .into_iter()
+            .filter(|(rel, _)| {
+                // A vanished directory is re-checked so its files are removed; an existing
+                // one only if the walk would enter it (not ignored, not hidden).
+                !self.root.join(rel).exists()
+                    || crate::files::scan::dir_is_walked(&self.root, rel, &mut walked)
+            })
+            .map(|(rel, recursive)| crate::index::pipeline::DirScope { rel, recursive })
+            .collect();
+        if scopes.is_empty() {
+            return;
+        }
+        let watch = &self.watch;
+        match crate::index::pipeline::update(
+            &self.root,
+            &self.index,
+            self.writer(),
+            self.limits,
+            &scopes,
+            &mut |dir| watch.watch_dir(dir),
+        ) {
+            Ok(stats) => tracing::debug!(
+                ?stats,
+                paths = paths.len(),
+                scopes = scopes.len(),
+                ms = started.elapsed().as_secs_f64() * 1e3,
+                "applied file events"
+            ),
+            // Counts are refreshed by the writer's commit (there is none when nothing changed).
+            Err(message) => self.index.progress.set_error(message),
+        }
+        drop(_guard);
+        self.ensure_poller();
+    }
+
+    /// In polling mode, run a reconcile pass every poll interval (until unloaded).
+    fn ensure_poller(self: &Arc<Self>) {
+        if !matches!(self.watch.mode(), WatchMode::Polling(_))
+            || self.poller_started.swap(true, Ordering::SeqCst)
+        {
+            return;
+        }
+        let weak = Arc::downgrade(self);
+        let interval = self.watch.poll_interval();
+        let _ = std::thread::Builder::new()
+            .name("amanmcp-poller".into())
+            .spawn(move || {
+                loop {
+                    std::thread::sleep(interval);
+                    let Some(project) = weak.upgrade() else { break };
+                    project.start_reconcile();
+                }
+            });
+    }
+
+    /// The canonical root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Start a reconcile pass in the background, unless one is running (then it reruns
+    /// once the current pass ends).
+    pub fn start_reconcile(self: &Arc<Self>) {
+        // Callers see `indexing` as soon as this returns, not once the thread starts.
+        self.index.progress.set_state(IndexState::Indexing);
+        self.pass_requested.store(true, Ordering::SeqCst);
+        if self.pass_running.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let project = self.clone();
+        let spawned = std::thread::Builder::new()
+            .name("amanmcp-indexer".into())
+            .spawn(move || {
+                while project.pass_requested.swap(false, Ordering::SeqCst) {
+                    project.run_pass();
+                }
+                project.pass_running.store(false, Ordering::SeqCst);
+                // A request that raced with the end of the loop starts a new thread.
+                if project.pass_requested.load(Ordering::SeqCst) {
+                    project.start_reconcile();
+                }
+            });
+        if let Err(e) = spawned {
+            self.pass_running.store(false, Ordering::SeqCst);
+            self.index
+                .progress
+                .set_error(format!("cannot start indexer: {e}"));
+        }
+    }
+
+    fn run_pass(self: &Arc<Self>) {
+        let progress = &self.index.progress;
+        progress.set_state(IndexState::Indexing);
+        let guard = self.update_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let watch = &self.watch;
+        let outcome = crate::index::pipeline::reconcile(
+            &self.root,
+            &self.index,
+            self.writer(),
+            self.limits,
+            &mut |dir| watch.watch_dir(dir),
+        );
+        drop(guard);
+        self.ensure_poller();
+        match outcome {
+            Ok(()) => {
+                *progress
+                    .last_error
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()) = None;
+                progress.set_state(IndexState::Ready);
+            }
+            Err(message) => {
+                tracing::error!(root = %self.root.display(), %message, "indexing pass failed");
+                progress.set_error(message);
+            }
+        }
+        progress.pass_finished();
+    }
+
+    /// Search the project. Answers from whatever is committed, even mid-pass.
+    pub fn search(&self, params: &SearchParams) -> Result<SearchOutcome, Error> {
+        self.wait_for_first_commit();
+        let found = self.searcher().search(params)?;
+        Ok(self.outcome(found))
+    }
+
+    /// Code similar to a reference, the reference excluded (see [`Searcher::similar`]).
+    pub fn similar(
+        &self,
+        reference: &crate::search::lookup::Reference,
+        params: &SearchParams,
+    ) -> Result<SearchOutcome, Error> {
+        self.wait_for_first_commit();
+        let found = self.searcher().similar(reference, params)?;
+        Ok(self.outcome(found))
+    }
+
+    fn searcher(&self) -> Searcher<'_> {
+        Searcher {
+            root: &self.root,
+            index: &self.index,
+            config: &self.search,
+        }
+    }
+
+    fn outcome(&self, found: Found) -> SearchOutcome {
+        SearchOutcome {
+            hits: found.hits,
+            total: found.total,
+            truncated: found.truncated,
+            status: self.status(),
+            semantic: found.semantic,
+        }
+    }
+
+    /// Code by path and/or symbol (see [`crate::search::lookup`]).
+    pub fn lookup(
+        &self,
+        params: &crate::search::lookup::LookupParams,
+    ) -> Result<Vec<crate::search::lookup::LookupMatch>, Error> {
+        self.wait_for_first_commit();
+        crate::search::lookup::lookup(&self.root, &self.index.store, params)
+    }
+
+    /// Wait (bounded) for the running pass to end, then check consistency.
+    pub fn verify(&self) -> Result<crate::index::verify::VerifyReport, Error> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+        while (self.pass_running.load(Ordering::SeqCst)
+            || self.index.progress.passes.load(Ordering::Acquire) == 0)
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let _guard = self.update_lock.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(crate::index::verify::verify(
+            &self.root,
+            &self.index,
+            self.limits,
+        )?)
+    }
+
+    /// Re-check one path (file or directory, relative or absolute inside the root) now.
+    /// A path that is neither on disk nor in the index is an error, not a no-op.
+    pub fn reindex_path(self: &Arc<Self>, path: &str) -> Result<(), Error> {
+        let rel = crate::search::lookup::relative_inside(&self.root, path)?;
+        let key = crate::search::lookup::normalized(rel);
+        let on_disk = std::fs::symlink_metadata(self.root.join(rel)).is_ok();
+        let indexed = !key.is_empty()
+            && (self.index.store.has_file(&key)?
+                || !self.index.store.files_under(&key, true)?.is_empty());
+        if !on_disk && !indexed {
+            return Err(crate::error::UserError::InvalidArgument {
+                name: "path",
+                reason: format!("no such file or directory in the project: {path}"),
+            }
+            .into());
+        }
+        self.apply_changes(vec![self.root.join(rel)]);
+        Ok(())
+    }
+
+    /// Indexed files in path order: a page, and the total.
+    pub fn list_files(
+        &self,
+        offset: usize,
+        limit: usize,
+    ) -> Result<(Vec<(String, crate::index::store::FileRecord)>, u64), Error> {
+        self.wait_for_first_commit();
+        Ok(self.index.store.files_page(offset, limit)?)
+    }
+
+    /// A brand-new index has nothing to answer from: give its first pass a moment (bounded)
+    /// to commit something, so the first search of a small project is not empty.
+    fn wait_for_first_commit(&self) {
+        let progress = &self.index.progress;
+        let deadline = std::time::Instant::now() + FIRST_COMMIT_WAIT;
+        while progress.state() == IndexState::Indexing
+            && progress.files.load(Ordering::Relaxed) == 0
+            && progress.passes.load(Ordering::Acquire) == 0
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+}

@@ -1,0 +1,395 @@
+//! Search over one project's index, top to bottom: validate the filters, analyse the query
+//! ([`query`]: weighted terms, files it names), retrieve BM25 candidates
+//! ([`crate::index::lexical`]) and vector candidates ([`semantic`]), fuse them by reciprocal
+//! rank ([`fusion`]), drop overlaps, pin an identifier's definitions, and cut the page.
+//! [`similar`] does the same from a reference instead of a query; [`lookup`] serves code by
+//! path or symbol.
+
+pub mod fusion;
+pub mod lookup;
+pub mod query;
+pub mod rank;
+pub mod semantic;
+pub mod similar;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use globset::GlobBuilder;
+
+use crate::embed::Embedding;
+use crate::error::{Error, UserError};
+use crate::index::ProjectIndex;
+use crate::index::lexical::{LexicalHit, LexicalQuery};
+use fusion::{Fusion, SearchMode};
+
+/// Largest page a search may ask for.
+pub const MAX_LIMIT: usize = 1000;
+
+/// A file name matching more files than this says too little to boost them.
+const MAX_MENTIONED_MATCHES: usize = 3;
+
+/// Candidates each ranker contributes to a fused ranking (at least: more when a page
+/// reaches deeper).
+const FUSION_DEPTH: usize = 100;
+
+/// What searches need beyond the index: the embedder (if any) and fusion settings.
+#[derive(Clone, Default)]
+pub struct SearchConfig {
+    /// The daemon's embedder; `None`: lexical only.
+    pub embedding: Option<Arc<Embedding>>,
+    /// Fusion parameters.
+    pub fusion: Fusion,
+    /// arroy's `search_k` (0: arroy's default).
+    pub search_k: usize,
+}
+
+impl std::fmt::Debug for SearchConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SearchConfig")
+            .field(
+                "embedder",
+                &self.embedding.as_ref().map(|e| e.embedder.model_id()),
+            )
+            .field("fusion", &self.fusion)
+            .field("search_k", &self.search_k)
+            .finish()
+    }
+}
+
+/// A search request.
+#[derive(Debug, Clone)]
+pub struct SearchParams {
+    /// Free-text query.
+    pub query: String,
+    /// Page size.
+    pub limit: usize,
+    /// Results to skip.
+    pub offset: usize,
+    /// Only paths matching this glob.
+    pub path_glob: Option<String>,
+    /// Only this language.
+    pub language: Option<String>,
+    /// Which rankers to use.
+    pub mode: SearchMode,
+}
+
+/// Whether a search could use vectors.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Semantic {
+    /// Not asked for (lexical mode).
+    NotUsed,
+    /// Used; `complete` says whether every chunk had its vector.
+    Used {
+        /// Every chunk had a vector when the search ran.
+        complete: bool,
+    },
+    /// Asked for but unavailable (no embedder, or it failed): lexical results only.
+    Unavailable(String),
+}
+
+/// A page of results.
+pub struct Found {
+    /// The hits, best first (`score`: BM25 in lexical mode, the fused score otherwise).
+    pub hits: Vec<LexicalHit>,
+    /// Total matching chunks.
+    pub total: u64,
+    /// Whether more results exist beyond this page.
+    pub truncated: bool,
+    /// Whether vectors took part.
+    pub semantic: Semantic,
+}
+
+impl Found {
+    fn page(hits: Vec<LexicalHit>, total: u64, offset: usize, semantic: Semantic) -> Found {
+        Found {
+            truncated: total > (offset + hits.len()) as u64,
+            hits,
+            total,
+            semantic,
+        }
+    }
+}
+
+/// The path and language filters of a request, validated (the glob expanded to paths).
+struct Filters {
+    paths: Option<Vec<String>>,
+    language: Option<String>,
+}
+
+/// Searches one project's index.
+pub struct Searcher<'a> {
+    /// The project's canonical root.
+    pub root: &'a Path,
+    /// Its storage.
+    pub index: &'a ProjectIndex,
+    /// The embedder and fusion settings.
+    pub config: &'a SearchConfig,
+}
+
+impl Searcher<'_> {
+    /// Run a search. Answers from whatever is committed, even mid-pass.
+    pub fn search(&self, params: &SearchParams) -> Result<Found, Error> {
+        if params.query.trim().is_empty() {
+            return Err(UserError::InvalidArgument {
+                name: "query",
+                reason: "must not be empty".into(),
+            }
+            .into());
+        }
+        let filters = self.filters(params)?;
+        let mentioned = self.mentioned_files(&params.query)?;
+        let terms = query::weighted_terms(&params.query);
+        let lexical_query = |offset, limit| LexicalQuery {
+            text: &params.query,
+            terms: &terms,
+            paths: filters.paths.as_deref(),
+            language: filters.language.as_deref(),
+            offset,
+            limit,
+            more_like_this: false,
+            mentioned: &mentioned,
+        };
+        let lexical_page = || -> Result<(Vec<LexicalHit>, u64), Error> {
+            let (hits, total) = self
+                .index
+                .lexical
+                .search(&lexical_query(params.offset, params.limit))?;
+            Ok((hits, total as u64))
+        };
+        let depth = (params.offset + params.limit).max(FUSION_DEPTH);
+        let profile = rank::Profile::new(&params.query);
+        if params.mode == SearchMode::Lexical {
+            let (hits, total) = self.index.lexical.search(&lexical_query(0, depth))?;
+            let hits = self.ranked(&profile, hits);
+            let page = hits
+                .into_iter()
+                .skip(params.offset)
+                .take(params.limit)
+                .collect();
+            return Ok(Found::page(
+                page,
+                total as u64,
+                params.offset,
+                Semantic::NotUsed,
+            ));
+        }
+        let semantic = self.semantic_ranking(
+            |embedding| embedding.embed_query(&params.query),
+            depth,
+            &filters,
+        );
+        let (ranking, complete) = match semantic {
+            Ok(found) => found,
+            Err(reason) => {
+                // No vectors to be had: answer lexically, and say so.
+                let (hits, total) = lexical_page()?;
+                return Ok(Found::page(
+                    hits,
+                    total,
+                    params.offset,
+                    Semantic::Unavailable(reason),
+                ));
+            }
+        };
+        let (lexical_hits, lexical_total) = match params.mode {
+            SearchMode::Semantic => (Vec::new(), 0),
+            _ => self.index.lexical.search(&lexical_query(0, depth))?,
+        };
+        let fusion = self.config.fusion.for_query(terms.len());
+        let (hits, total) =
+            self.fused(lexical_hits, lexical_total as u64, &ranking, &fusion, None)?;
+        let mut hits = self.ranked(&profile, hits);
+        if params.mode == SearchMode::Hybrid {
+            fusion::pin_definitions(&params.query, &mut hits, |h| h.symbol.as_deref());
+        }
+        let hits: Vec<LexicalHit> = hits
+            .into_iter()
+            .skip(params.offset)
+            .take(params.limit)
+            .collect();
+        Ok(Found::page(
+            hits,
+            total,
+            params.offset,
+            Semantic::Used { complete },
+        ))
+    }
+
+    /// The candidates reordered by the ranking stage ([`rank`]).
+    fn ranked(&self, profile: &rank::Profile, hits: Vec<LexicalHit>) -> Vec<LexicalHit> {
+        let definitions = StoreDefinitions {
+            index: self.index,
+            symbols: std::cell::RefCell::new(HashMap::new()),
+        };
+        rank::rank(profile, hits, &definitions)
+    }
+
+    /// Indexed files the query names: by path (a suffix of an indexed path, so absolute and
+    /// site-packages paths match too) or by a file name that only a few files have.
+    fn mentioned_files(&self, query: &str) -> Result<Vec<String>, Error> {
+        let mentions = query::path_mentions(query);
+        if mentions.is_empty() {
+            return Ok(Vec::new());
+        }
+        let paths = self.index.store.all_paths()?;
+        let mut out = Vec::new();
+        for mention in &mentions {
+            // The longest suffix of the mention that is an indexed path, else the paths that
+            // end with it.
+            let parts: Vec<&str> = mention.split('/').collect();
+            let found: Vec<&String> = (0..parts.len())
+                .map(|i| parts[i..].join("/"))
+                .find_map(|suffix| {
+                    let slashed = format!("/{suffix}");
+                    let hits: Vec<&String> = paths
+                        .iter()
+                        .filter(|p| **p == suffix || p.ends_with(&slashed))
+                        .collect();
+                    (!hits.is_empty()).then_some(hits)
+                })
+                .unwrap_or_default();
+            if found.len() <= MAX_MENTIONED_MATCHES {
+                out.extend(found.into_iter().cloned());
+            }
+        }
+        out.sort();
+        out.dedup();
+        Ok(out)
+    }
+
+    /// Fuse a lexical page (from rank 0) with a semantic ranking, fetch the hits only the
+    /// vectors found, drop overlapping and `excluded` hits. Returns every fused hit, best
+    /// first, and the total number of matches.
+    fn fused(
+        &self,
+        lexical_hits: Vec<LexicalHit>,
+        lexical_total: u64,
+        semantic: &[u64],
+        fusion: &Fusion,
+        excluded: Option<&dyn Fn(&LexicalHit) -> bool>,
+    ) -> Result<(Vec<LexicalHit>, u64), Error> {
+        let lexical_ids: Vec<u64> = lexical_hits.iter().map(|h| h.chunk_id).collect();
+        let fused = fusion.fuse(&lexical_ids, semantic);
+        let mut by_id: HashMap<u64, LexicalHit> =
+            lexical_hits.into_iter().map(|h| (h.chunk_id, h)).collect();
+        let missing: Vec<u64> = fused
+            .iter()
+            .map(|(id, _)| *id)
+            .filter(|id| !by_id.contains_key(id))
+            .collect();
+        let semantic_only = missing.len() as u64;
+        by_id.extend(self.index.lexical.chunks_by_id(&missing)?);
+        let hits: Vec<LexicalHit> = fused
+            .into_iter()
+            .filter_map(|(id, score)| {
+                by_id.remove(&id).map(|mut hit| {
+                    hit.score = score;
+                    hit
+                })
+            })
+            .filter(|hit| excluded.is_none_or(|excluded| !excluded(hit)))
+            .collect();
+        let keep = fusion::without_overlaps(
+            hits.iter()
+                .map(|h| (h.path.as_str(), h.start_line, h.end_line)),
+        );
+        let n_found = hits.len();
+        let mut keep = keep.into_iter().peekable();
+        let hits: Vec<LexicalHit> = hits
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, hit)| (keep.next_if_eq(&i).is_some()).then_some(hit))
+            .collect();
+        let dropped = (n_found - hits.len()) as u64;
+        let total = (lexical_total + semantic_only)
+            .saturating_sub(dropped)
+            .max(hits.len() as u64);
+        Ok((hits, total))
+    }
+
+    /// The page size, path filter (the glob expanded to indexed paths) and language filter
+    /// shared by every search-shaped request, validated.
+    fn filters(&self, params: &SearchParams) -> Result<Filters, Error> {
+        if params.limit == 0 || params.limit > MAX_LIMIT {
+            return Err(UserError::InvalidArgument {
+                name: "limit",
+                reason: format!("must be between 1 and {MAX_LIMIT}, got {}", params.limit),
+            }
+            .into());
+        }
+        let paths = match params.path_glob.as_deref().filter(|g| !g.is_empty()) {
+            Some(glob) => Some(self.paths_matching(glob)?),
+            None => None,
+        };
+        let language = match params.language.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(given) => Some(
+                crate::files::lang::resolve_language(given)
+                    .ok_or_else(|| UserError::InvalidArgument {
+                        name: "language",
+                        reason: format!(
+                            "unknown language {given:?}; one of: {}",
+                            crate::files::lang::language_names().join(", ")
+                        ),
+                    })?
+                    .to_string(),
+            ),
+        };
+        Ok(Filters { paths, language })
+    }
+
+    fn paths_matching(&self, glob: &str) -> Result<Vec<String>, Error> {
+        let pattern = if glob.ends_with('/') {
+            format!("{glob}**")
+        } else {
+            glob.to_string()
+        };
+        let matcher = GlobBuilder::new(&pattern)
+            .literal_separator(false)
+            .build()
+            .map_err(|e| UserError::InvalidArgument {
+                name: "path",
+                reason: format!("bad glob {glob:?}: {e}"),
+            })?
+            .compile_matcher();
+        let files = self.index.store.all_files()?;
+        Ok(files
+            .into_keys()
+            .filter(|path| matcher.is_match(path))
+            .collect())
+    }
+}
+
+/// The names each candidate defines, from the index's per-file symbol lists (read once per
+/// file).
+struct StoreDefinitions<'a> {
+    index: &'a ProjectIndex,
+    symbols: std::cell::RefCell<HashMap<String, Vec<(u32, String)>>>,
+}
+
+impl rank::Definitions for StoreDefinitions<'_> {
+    fn defined_in(&self, hit: &LexicalHit) -> Vec<String> {
+        let mut cache = self.symbols.borrow_mut();
+        let symbols = cache.entry(hit.path.clone()).or_insert_with(|| {
+            self.index
+                .store
+                .symbols_of(&hit.path)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|s| (s.start_line, s.name.to_lowercase()))
+                .collect()
+        });
+        let mut out: Vec<String> = symbols
+            .iter()
+            .filter(|(line, _)| hit.start_line <= *line && *line <= hit.end_line)
+            .map(|(_, name)| name.clone())
+            .collect();
+        if let Some(symbol) = &hit.symbol {
+            let bare = symbol.rsplit(['.', ':']).next().unwrap_or(symbol);
+            out.push(bare.to_lowercase());
+        }
+        out
+    }
+}

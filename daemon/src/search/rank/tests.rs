@@ -1,0 +1,177 @@
+//! Unit tests of the ranking stage: one behaviour (one query kind, one prior) each.
+
+use super::*;
+
+struct Symbols(Vec<(&'static str, &'static str)>);
+
+impl Definitions for Symbols {
+    fn defined_in(&self, hit: &LexicalHit) -> Vec<String> {
+        self.0
+            .iter()
+            .filter(|(p, _)| *p == hit.path)
+            .map(|(_, n)| n.to_lowercase())
+            .collect()
+    }
+}
+
+fn hit(path: &str, score: f32) -> LexicalHit {
+    LexicalHit {
+        chunk_id: 0,
+        path: path.into(),
+        start_line: 1,
+        end_line: 10,
+        language: "rust".into(),
+        symbol: None,
+        kind: None,
+        score,
+        body: "fn body() { work(); }".into(),
+    }
+}
+
+fn order(query: &str, hits: Vec<LexicalHit>, symbols: Symbols) -> Vec<String> {
+    rank(&Profile::new(query), hits, &symbols)
+        .into_iter()
+        .map(|h| h.path)
+        .collect()
+}
+
+#[test]
+fn definitions_are_read_from_text_where_there_are_no_symbols() {
+    assert!(defines_in_text(
+        "local function pick(x)\n  return x\nend",
+        "pick"
+    ));
+    assert!(defines_in_text(
+        "withDisplay :: (Display -> X a) -> X a",
+        "withdisplay"
+    ));
+    assert!(defines_in_text(
+        "TelescopeGlobalState = {}",
+        "telescopeglobalstate"
+    ));
+    assert!(defines_in_text("pub const Parser = struct {", "parser"));
+    assert!(defines_in_text(
+        "data StackSet i l a = StackSet",
+        "stackset"
+    ));
+    assert!(!defines_in_text("  return pick(x)", "pick"));
+    assert!(!defines_in_text(
+        "if state == TelescopeGlobalState then",
+        "telescopeglobalstate"
+    ));
+    assert!(!defines_in_text("local picker = pickers.new()", "pick"));
+}
+
+#[test]
+fn query_kinds() {
+    assert_eq!(Profile::new("JoinSet").kind, QueryKind::Identifier);
+    assert_eq!(Profile::new("Session.request").names, ["request"]);
+    let prose = Profile::new("how does JoinSet spawn_blocking work");
+    assert_eq!(prose.kind, QueryKind::Prose);
+    assert_eq!(prose.names, ["joinset", "spawn_blocking"]);
+    assert_eq!(Profile::new(&"word ".repeat(50)).kind, QueryKind::Issue);
+    assert!(Profile::new("tests for the parser").wants_secondary);
+    assert!(!Profile::new("the parser").wants_secondary);
+}
+
+#[test]
+fn an_identifier_query_puts_its_definition_first() {
+    let hits = vec![hit("src/user.rs", 1.0), hit("src/de.rs", 0.5)];
+    let symbols = Symbols(vec![("src/de.rs", "Deserialize")]);
+    assert_eq!(
+        order("Deserialize", hits, symbols),
+        ["src/de.rs", "src/user.rs"]
+    );
+}
+
+#[test]
+fn a_code_word_in_a_sentence_favours_its_definition() {
+    let hits = vec![hit("a.rs", 1.0), hit("b.rs", 0.7)];
+    let symbols = Symbols(vec![("b.rs", "JoinSet")]);
+    assert_eq!(
+        order("how does JoinSet track tasks", hits, symbols),
+        ["b.rs", "a.rs"]
+    );
+}
+
+#[test]
+fn a_name_spelled_out_in_words_favours_its_definition() {
+    let hits = vec![hit("a.java", 1.0), hit("b.java", 0.85)];
+    let symbols = Symbols(vec![("b.java", "TypeAdapter")]);
+    assert_eq!(
+        order("how a type adapter is chosen", hits, symbols),
+        ["b.java", "a.java"]
+    );
+    assert!(
+        Profile::new("type adapters")
+            .spelled
+            .contains(&"typeadapter".to_string())
+    );
+}
+
+#[test]
+fn a_file_named_by_a_query_word_ranks_higher() {
+    let hits = vec![
+        hit("src/sync/mpsc.rs", 1.0),
+        hit("src/sync/broadcast.rs", 0.8),
+    ];
+    assert_eq!(
+        order("broadcast channel receivers", hits, Symbols(vec![])),
+        ["src/sync/broadcast.rs", "src/sync/mpsc.rs"]
+    );
+    assert!(names_file("serializers", "serializer"));
+    assert!(names_file("thread", "multi_thread"));
+    assert!(!names_file("io", "iolib"));
+}
+
+#[test]
+fn tests_and_docs_rank_lower_unless_asked_for() {
+    let hits = vec![hit("tests/router_test.go", 1.0), hit("router.go", 0.7)];
+    assert_eq!(
+        order("route matching", hits.clone(), Symbols(vec![])),
+        ["router.go", "tests/router_test.go"]
+    );
+    assert_eq!(
+        order("tests for route matching", hits, Symbols(vec![])),
+        ["tests/router_test.go", "router.go"]
+    );
+    assert!(is_secondary_path("docs/guide.md"));
+    assert!(is_secondary_path("src/foo.test.ts"));
+    assert!(is_secondary_path("src/RouterTest.java"));
+    assert!(!is_secondary_path("src/contest.rs"));
+    assert!(!is_secondary_path("src/latest.py"));
+    assert!(!is_secondary_path("src/attest/mod.rs"));
+}
+
+#[test]
+fn reexport_chunks_rank_lower() {
+    let mut reexport = hit("src/index.ts", 1.0);
+    reexport.body = "export * from './parse';\nexport { a, b } from './c';\n".into();
+    let hits = vec![reexport, hit("src/parse.ts", 0.8)];
+    assert_eq!(
+        order("schema validation", hits, Symbols(vec![])),
+        ["src/parse.ts", "src/index.ts"]
+    );
+}
+
+#[test]
+fn several_matching_chunks_make_a_file_likely() {
+    let hits = vec![
+        hit("one.rs", 1.0),
+        hit("many.rs", 0.9),
+        hit("many.rs", 0.8),
+        hit("many.rs", 0.7),
+    ];
+    assert_eq!(order("timer wheel", hits, Symbols(vec![]))[0], "many.rs");
+}
+
+#[test]
+fn one_file_does_not_fill_the_page() {
+    let mut hits: Vec<LexicalHit> = (0..5)
+        .map(|i| hit("big.rs", 1.0 - i as f32 * 0.01))
+        .collect();
+    hits.push(hit("other.rs", 0.7));
+    let ranked = order("scheduler", hits, Symbols(vec![]));
+    let other = ranked.iter().position(|p| p == "other.rs").unwrap();
+    assert!(other <= 3, "{ranked:?}");
+}

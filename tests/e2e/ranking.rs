@@ -1,0 +1,87 @@
+//! The ranking stage through the real binaries: a definition outranks files that only use
+//! the name, and source outranks tests and docs that repeat the query's words.
+
+use amanmcp_tests::{Shim, TestEnv, result_paths as paths};
+use serde_json::json;
+
+const DE_RS: &str = "/// A data structure that can be deserialized.
+pub trait Deserialize: Sized {
+    fn deserialize(input: &str) -> Self;
+}
+";
+
+fn uses(i: usize) -> String {
+    format!(
+        "use crate::de::Deserialize;\n\npub fn load_{i}() -> Config {{\n    let a = Deserialize::deserialize(\"a\");\n    let b = Deserialize::deserialize(\"b\");\n    let c = Deserialize::deserialize(\"c\");\n    Config::from(a, b, c)\n}}\n"
+    )
+}
+
+const BROADCAST_RS: &str = "/// A broadcast channel: every value sent reaches all receivers.
+pub struct Sender<T> {
+    shared: Arc<Shared<T>>,
+}
+
+impl<T: Clone> Sender<T> {
+    /// Send a value to all active receivers.
+    pub fn send(&self, value: T) -> usize {
+        self.shared.push(value)
+    }
+}
+";
+
+const BROADCAST_TEST_RS: &str = "// Tests of the broadcast channel and its receivers.
+#[test]
+fn every_receiver_gets_each_value() {
+    let (tx, rx1, rx2) = channel();
+    tx.send(1);
+    assert_eq!(rx1.recv(), 1);
+    assert_eq!(rx2.recv(), 1);
+}
+";
+
+const GUIDE_MD: &str = "# Broadcast channel
+
+A broadcast channel delivers each value to all receivers. Broadcast channel receivers
+lag when they are slow; broadcast channel receivers may miss values.
+";
+
+#[test]
+fn the_ranking_stage_puts_definitions_and_source_first() {
+    let env = TestEnv::new();
+    let mut files: Vec<(String, String)> = (0..6)
+        .map(|i| (format!("src/loaders/load_{i}.rs"), uses(i)))
+        .collect();
+    files.push(("src/de.rs".into(), DE_RS.into()));
+    files.push(("src/sync/broadcast.rs".into(), BROADCAST_RS.into()));
+    files.push(("tests/broadcast_test.rs".into(), BROADCAST_TEST_RS.into()));
+    files.push(("docs/guide.md".into(), GUIDE_MD.into()));
+    let files: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    let root = env.project("proj", &files);
+    let mut shim = Shim::start(&env, &root);
+    shim.initialize();
+    shim.search_until("Deserialize", "src/de.rs");
+
+    for mode in ["lexical", "hybrid"] {
+        let reply = shim.call_tool("search", json!({"query": "Deserialize", "mode": mode}));
+        assert_eq!(paths(&reply)[0], "src/de.rs", "{mode}: {reply}");
+        let reply = shim.call_tool(
+            "search",
+            json!({"query": "broadcast channel receivers", "mode": mode}),
+        );
+        assert_eq!(paths(&reply)[0], "src/sync/broadcast.rs", "{mode}: {reply}");
+    }
+    // Asking for tests ranks the tests above the code they test.
+    let reply = shim.call_tool(
+        "search",
+        json!({"query": "tests of the broadcast channel receivers", "mode": "lexical"}),
+    );
+    let ranked = paths(&reply);
+    let position = |path: &str| ranked.iter().position(|p| p == path).unwrap();
+    assert!(
+        position("tests/broadcast_test.rs") < position("src/sync/broadcast.rs"),
+        "{reply}"
+    );
+}

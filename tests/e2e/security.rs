@@ -1,0 +1,271 @@
+//! Reads never leak: only indexed files are served (not `.git/`, ignored or secret-like
+//! files), credentials inside indexed files are redacted, generated traversal attempts are
+//! refused, and swapping a directory for a symlink while reading never reaches outside.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use amanmcp_tests::{Shim, TestEnv};
+use serde_json::{Value, json};
+
+/// A marker that must never appear in anything the shim answers.
+const OUTSIDE_MARKER: &str = "OUTSIDE-MARKER-7f3a";
+const GIT_TOKEN: &str = "ghp_leakedTOKENleakedTOKENleakedTOKEN1234";
+
+/// Files that hold credentials and must be neither searchable nor served.
+const SECRET_FILES: &[&str] = &[
+    ".git/config",
+    ".git-credentials",
+    ".envrc",
+    ".env",
+    ".env-prod",
+    ".env.local",
+    ".pgpass",
+    ".netrc",
+    ".npmrc",
+    ".docker/config.json",
+    ".aws/credentials",
+    ".kube/config",
+    "secrets.yaml",
+    "config/secrets.yml",
+    "prod.tfvars",
+    "infra/terraform.tfstate",
+    "deploy/credentials.json",
+    "certs/server.pem",
+    "certs/tls.key",
+    "id_rsa",
+];
+
+const DEPLOY_PY: &str = "\
+REMOTE = \"https://deployer:hunter2pass@git.example.com/org/app.git\"
+GITHUB_TOKEN = \"ghp_0123456789abcdefghijABCDEFGHIJ012345\"
+KEY = '''
+-----BEGIN OPENSSH PRIVATE KEY-----
+b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ
+AAAAAAABAAAAMwAAAAtzc2gtZWQyNTUxOQAAACBbbbb
+-----END OPENSSH PRIVATE KEY-----
+'''
+
+
+def deploy_release(tag):
+    return push(REMOTE, tag)
+";
+
+fn secret_content(path: &str) -> String {
+    format!(
+        "url = https://user:{GIT_TOKEN}@github.com/org/repo.git\n{}_value = {OUTSIDE_MARKER}\n",
+        path.replace(['/', '.', '-'], "_")
+    )
+}
+
+fn leak_project(env: &TestEnv) -> std::path::PathBuf {
+    let mut files: Vec<(String, String)> = SECRET_FILES
+        .iter()
+        .map(|p| (p.to_string(), secret_content(p)))
+        .collect();
+    files.push(("src/deploy.py".into(), DEPLOY_PY.into()));
+    files.push((".gitignore".into(), "build/\n".into()));
+    files.push(("build/out.txt".into(), format!("{OUTSIDE_MARKER}\n")));
+    files.push(("racedir/race.txt".into(), "inside the project\n".into()));
+    let files: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    let root = env.project("proj", &files);
+    let outside = env.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("race.txt"), format!("{OUTSIDE_MARKER}\n")).unwrap();
+    std::fs::write(
+        env.path().join("outside.txt"),
+        format!("{OUTSIDE_MARKER}\n"),
+    )
+    .unwrap();
+    root
+}
+
+fn is_error(reply: &Value) -> bool {
+    reply.get("error").is_some() || reply["result"]["isError"] == json!(true)
+}
+
+fn read_resource(shim: &mut Shim, root: &Path, rel: &str) -> Value {
+    let uri = format!("file://{}/{rel}", root.display());
+    shim.request("resources/read", json!({"uri": uri}))
+}
+
+fn assert_no_leak(what: &str, reply: &Value) {
+    let text = reply.to_string();
+    for needle in [OUTSIDE_MARKER, GIT_TOKEN, "hunter2pass", "b3BlbnNzaC1rZXkt"] {
+        assert!(!text.contains(needle), "{what} leaked {needle}: {text}");
+    }
+}
+
+#[test]
+fn only_indexed_files_are_served_and_credentials_are_redacted() {
+    let env = TestEnv::new();
+    let root = leak_project(&env);
+    let mut shim = Shim::start(&env, &root);
+    shim.initialize();
+    shim.search_until("deploy_release", "src/deploy.py");
+
+    for rel in SECRET_FILES.iter().chain(&["build/out.txt"]) {
+        let reply = shim.call_tool("lookup", json!({"path": rel}));
+        assert!(is_error(&reply), "lookup {rel} was served: {reply}");
+        assert_no_leak(rel, &reply);
+        let reply = read_resource(&mut shim, &root, rel);
+        assert!(is_error(&reply), "resources/read {rel} was served: {reply}");
+        assert_no_leak(rel, &reply);
+    }
+    // Nothing of theirs is searchable or listed.
+    for query in [OUTSIDE_MARKER, "url user github", "prod_tfvars_value"] {
+        let reply = shim.call_tool("search", json!({"query": query, "limit": 50}));
+        let hits = reply["result"]["structuredContent"]["results"]
+            .as_array()
+            .unwrap();
+        assert_no_leak(query, &json!(hits));
+        for hit in hits {
+            let path = hit["path"].as_str().unwrap();
+            assert!(
+                !SECRET_FILES.contains(&path) && path != "build/out.txt",
+                "{query} found {path}: {reply}"
+            );
+        }
+    }
+    let listed = shim.request("resources/list", json!({}));
+    for rel in SECRET_FILES {
+        assert!(
+            !listed.to_string().contains(&format!("/{rel}\"")),
+            "{rel} listed: {listed}"
+        );
+    }
+
+    // An indexed file with credentials inside: served, with the credentials blanked and the
+    // lines where they were.
+    let reply = shim.call_tool("lookup", json!({"path": "src/deploy.py"}));
+    assert!(!is_error(&reply), "{reply}");
+    assert_no_leak("src/deploy.py", &reply);
+    let code = reply["result"]["structuredContent"]["matches"][0]["code"]
+        .as_str()
+        .unwrap();
+    assert!(
+        code.contains("https://deployer:[REDACTED]@git.example.com"),
+        "{code}"
+    );
+    assert_eq!(code.lines().count(), DEPLOY_PY.lines().count(), "{code}");
+    assert_eq!(
+        code.lines()
+            .position(|l| l.starts_with("def deploy_release")),
+        DEPLOY_PY
+            .lines()
+            .position(|l| l.starts_with("def deploy_release"))
+    );
+    let reply = read_resource(&mut shim, &root, "src/deploy.py");
+    assert!(!is_error(&reply), "{reply}");
+    assert_no_leak("resource src/deploy.py", &reply);
+    for query in ["deploy_release REMOTE", "hunter2pass", "GITHUB_TOKEN"] {
+        let reply = shim.call_tool("search", json!({"query": query}));
+        assert_no_leak(query, &reply["result"]["structuredContent"]["results"]);
+    }
+}
+
+/// Paths that try to leave the root, generated from prefixes, climbs and targets.
+fn traversal_attempts(root: &Path, outside: &Path) -> Vec<String> {
+    let root = root.display().to_string();
+    let prefixes = [
+        String::new(),
+        "./".into(),
+        "src/".into(),
+        "src/./".into(),
+        "racedir/".into(),
+        format!("{root}/"),
+        format!("{root}/src/"),
+    ];
+    let targets = [
+        "outside.txt".to_string(),
+        "outside/race.txt".into(),
+        "etc/passwd".into(),
+        ".git/config".into(),
+        "proj/.git/config".into(),
+        "projects/proj/.env".into(),
+        outside.join("race.txt").display().to_string(),
+    ];
+    let mut out = Vec::new();
+    for prefix in &prefixes {
+        for climbs in 1..=6 {
+            for target in &targets {
+                let up = "../".repeat(climbs);
+                out.push(format!("{prefix}{up}{target}"));
+                out.push(format!("{prefix}{}{target}", "..//".repeat(climbs)));
+            }
+        }
+    }
+    for target in &targets {
+        out.push(format!("/{target}"));
+        out.push(format!("{target}\0.rs"));
+    }
+    out
+}
+
+#[test]
+fn generated_traversals_never_leave_the_root() {
+    let env = TestEnv::new();
+    let root = leak_project(&env);
+    let mut shim = Shim::start(&env, &root);
+    shim.initialize();
+    shim.search_until("deploy_release", "src/deploy.py");
+    let attempts = traversal_attempts(&root, &env.path().join("outside"));
+    assert!(attempts.len() >= 500, "{}", attempts.len());
+    for path in &attempts {
+        let reply = shim.call_tool("lookup", json!({"path": path}));
+        assert!(is_error(&reply), "lookup {path:?} was served: {reply}");
+        assert_no_leak(path, &reply);
+        let reply = shim.call_tool("similar", json!({"path": path, "line": 1}));
+        assert!(is_error(&reply), "similar {path:?} was served: {reply}");
+        assert_no_leak(path, &reply);
+    }
+}
+
+#[test]
+fn swapping_a_directory_for_a_symlink_while_reading_never_leaks() {
+    let env = TestEnv::new();
+    let root = leak_project(&env);
+    let mut shim = Shim::start_with(&env, &root, &[("AMANMCP_WATCH", "0".as_ref())]);
+    shim.initialize();
+    shim.search_until("inside the project", "racedir/race.txt");
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let swapper = {
+        let stop = stop.clone();
+        let dir = root.join("racedir");
+        let parked = root.join("racedir_parked");
+        let outside = env.path().join("outside");
+        std::thread::spawn(move || {
+            let mut swaps = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                std::fs::rename(&dir, &parked).unwrap();
+                std::os::unix::fs::symlink(&outside, &dir).unwrap();
+                std::thread::yield_now();
+                std::fs::remove_file(&dir).unwrap();
+                std::fs::rename(&parked, &dir).unwrap();
+                swaps += 1;
+            }
+            swaps
+        })
+    };
+    let mut served = 0;
+    for round in 0..2000 {
+        let reply = if round % 2 == 0 {
+            shim.call_tool("lookup", json!({"path": "racedir/race.txt"}))
+        } else {
+            read_resource(&mut shim, &root, "racedir/race.txt")
+        };
+        assert_no_leak("racedir/race.txt", &reply);
+        if !is_error(&reply) {
+            served += 1;
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let swaps = swapper.join().unwrap();
+    assert!(swaps > 100, "the race barely ran: {swaps} swaps");
+    assert!(served > 0, "no read succeeded, so the race proved nothing");
+}
