@@ -2,10 +2,12 @@
 //!
 //! Knows MCP and the gRPC client; knows nothing about indexing. [`link`] reaches (and if
 //! needed starts) the daemon, [`framing`] guards stdin, [`mcp`] is the MCP server,
-//! [`project`] decides which project a session serves.
+//! [`project`] decides which project a session serves, [`status`] is the one view of a
+//! project's status that `amanctl` and the tools share.
 
 pub mod framing;
 pub mod link;
 pub mod mcp;
 pub mod mcp_client;
 pub mod project;
+pub mod status;

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use amanmcp::link::state_name;
 use amanmcp::mcp_client;
+use amanmcp::status::{self, human_bytes};
 use amanmcp_proto::{endpoint, pb};
 use clap::{Parser, Subcommand};
 use serde_json::json;
@@ -120,21 +121,6 @@ fn main() -> ExitCode {
     })
 }
 
-fn human_bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = n as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit < UNITS.len() - 1 {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{n} B")
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
-    }
-}
-
 async fn status(as_json: bool) -> ExitCode {
     let socket = match endpoint::socket_path() {
         Ok(s) => s,
@@ -171,39 +157,7 @@ async fn status(as_json: bool) -> ExitCode {
         }
     };
     if as_json {
-        let projects: Vec<_> = reply
-            .projects
-            .iter()
-            .map(|p| {
-                let mut v = json!({
-                    "root": p.root,
-                    "state": state_name(p.state),
-                    "files": p.files,
-                    "chunks": p.chunks,
-                    "files_done": p.files_done,
-                    "files_total": p.files_total,
-                    "index_bytes": p.index_bytes,
-                    "source_bytes": p.source_bytes,
-                    "skipped_files": p.skipped_files,
-                    "skipped": p.skipped.iter().map(|s| (s.reason.clone(), json!(s.files))).collect::<serde_json::Map<_, _>>(),
-                    "last_pass_ms": p.last_pass_ms,
-                    "last_pass_changed": p.last_pass_changed,
-                    "last_pass_removed": p.last_pass_removed,
-                    "passes": p.passes,
-                    "watch": p.watch,
-                });
-                if let Some(notice) = &p.notice {
-                    v["notice"] = json!(notice);
-                }
-                if let Some(error) = &p.last_error {
-                    v["last_error"] = json!(error);
-                }
-                if let Some(vectors) = &p.vectors {
-                    v["embedding"] = amanmcp::mcp::embedding_json(vectors);
-                }
-                v
-            })
-            .collect();
+        let projects: Vec<_> = reply.projects.iter().map(status::project_json).collect();
         println!(
             "{}",
             json!({
@@ -225,45 +179,9 @@ async fn status(as_json: bool) -> ExitCode {
         println!("  data:    {}", reply.data_dir);
         println!("projects: {}", reply.projects.len());
         for p in &reply.projects {
-            let state = match state_name(p.state) {
-                "indexing" => format!("indexing {}/{}", p.files_done, p.files_total),
-                other => other.to_string(),
-            };
-            println!("  {}", p.root);
-            println!("    state:  {state}");
-            println!("    files:  {}  chunks: {}", p.files, p.chunks);
-            println!(
-                "    index:  {} (source {})",
-                human_bytes(p.index_bytes),
-                human_bytes(p.source_bytes)
-            );
-            if p.skipped_files > 0 {
-                let parts: Vec<String> = p
-                    .skipped
-                    .iter()
-                    .map(|s| format!("{} {}", s.files, s.reason))
-                    .collect();
-                println!("    skipped: {}", parts.join(", "));
+            for line in status::project_text(p).lines() {
+                println!("  {line}");
             }
-            println!(
-                "    last pass: {} ms, {} files changed, {} removed",
-                p.last_pass_ms, p.last_pass_changed, p.last_pass_removed
-            );
-            println!("    watch:  {}", p.watch);
-            match &p.vectors {
-                Some(v) => {
-                    println!("    vectors: {}", amanmcp::mcp::embedding_progress(v));
-                    println!("    embedder: {} [{}]", v.embedder, v.health);
-                }
-                None => println!("    vectors: off (keyword search only)"),
-            }
-            if let Some(notice) = &p.notice {
-                println!("    notice: {notice}");
-            }
-            println!(
-                "    last error: {}",
-                p.last_error.as_deref().unwrap_or("none")
-            );
         }
     }
     ExitCode::SUCCESS
@@ -336,7 +254,7 @@ async fn index(path: Option<std::path::PathBuf>, no_wait: bool) -> ExitCode {
     };
 
     let started = std::time::Instant::now();
-    let mut status = match link.open_project(&root).await {
+    let status = match link.open_project(&root).await {
         Ok(status) => status,
         Err(e) => {
             eprintln!("amanctl: {e}");
@@ -346,47 +264,49 @@ async fn index(path: Option<std::path::PathBuf>, no_wait: bool) -> ExitCode {
     println!("indexing {root}");
     // An embedder that keeps failing does not hold the command forever: keyword search is
     // ready, and the vectors come once the embedder answers.
-    let mut failing_since: Option<std::time::Instant> = None;
-    while !no_wait && state_name(status.state) == "indexing" {
-        let lexical_done = status.passes > 0;
-        let failing = status
-            .vectors
-            .as_ref()
-            .is_some_and(|v| v.health.starts_with("error"));
-        match (lexical_done && failing, failing_since) {
-            (true, None) => failing_since = Some(std::time::Instant::now()),
-            (true, Some(since)) if since.elapsed() > Duration::from_secs(10) => break,
-            (false, _) => failing_since = None,
-            _ => {}
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        let reply = link
-            .call(|mut client| async move {
-                client
-                    .status(pb::StatusRequest {})
-                    .await
-                    .map(|r| r.into_inner())
-            })
-            .await;
-        match reply.map(|r| r.projects.into_iter().find(|p| p.root == root)) {
-            Ok(Some(p)) => status = p,
-            Ok(None) => {}
-            Err(e) => {
-                eprintln!("amanctl: {e}");
-                return ExitCode::FAILURE;
+    let failing_since = std::cell::Cell::new(None::<std::time::Instant>);
+    let followed = status::follow(
+        &link,
+        status,
+        Duration::from_millis(200),
+        |s| no_wait || state_name(s.state) != "indexing",
+        |s| {
+            match &s.vectors {
+                Some(v) if s.passes > 0 => eprint!(
+                    "\r  {}/{} files, {}/{} chunks embedded",
+                    s.files_done,
+                    s.files_total,
+                    v.embedded,
+                    v.embedded + v.pending
+                ),
+                _ => eprint!("\r  {}/{} files", s.files_done, s.files_total),
             }
+            let failing = s.passes > 0
+                && s.vectors
+                    .as_ref()
+                    .is_some_and(|v| v.health.starts_with("error"));
+            let go_on = match (failing, failing_since.get()) {
+                (true, None) => {
+                    failing_since.set(Some(std::time::Instant::now()));
+                    true
+                }
+                (true, Some(since)) => since.elapsed() < Duration::from_secs(10),
+                (false, _) => {
+                    failing_since.set(None);
+                    true
+                }
+            };
+            std::future::ready(go_on)
+        },
+    )
+    .await;
+    let status = match followed {
+        Ok(status) => status,
+        Err(e) => {
+            eprintln!("amanctl: {e}");
+            return ExitCode::FAILURE;
         }
-        match &status.vectors {
-            Some(v) if status.passes > 0 => eprint!(
-                "\r  {}/{} files, {}/{} chunks embedded",
-                status.files_done,
-                status.files_total,
-                v.embedded,
-                v.embedded + v.pending
-            ),
-            _ => eprint!("\r  {}/{} files", status.files_done, status.files_total),
-        }
-    }
+    };
     if !no_wait {
         eprintln!();
     }

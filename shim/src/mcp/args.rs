@@ -1,0 +1,103 @@
+//! Tool arguments: each read with its type and range checked, and a message that names the
+//! argument when it is wrong (a tool error the model can act on, not a protocol error).
+
+use rmcp::model::JsonObject;
+use serde_json::Value;
+
+use crate::link::LinkError;
+
+/// A tool call that failed in a way the model should see.
+#[derive(Debug)]
+pub enum ToolError {
+    /// A bad argument: names the parameter and the problem.
+    Argument(String),
+    /// The daemon could not serve the call.
+    Link(LinkError),
+}
+
+impl From<LinkError> for ToolError {
+    fn from(e: LinkError) -> Self {
+        ToolError::Link(e)
+    }
+}
+
+fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+pub fn required_string(args: &JsonObject, name: &str) -> Result<String, ToolError> {
+    match args.get(name) {
+        None | Some(Value::Null) => Err(ToolError::Argument(format!(
+            "missing required argument `{name}` (a non-empty string)"
+        ))),
+        Some(Value::String(s)) if s.trim().is_empty() => Err(ToolError::Argument(format!(
+            "argument `{name}` must not be empty"
+        ))),
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(other) => Err(ToolError::Argument(format!(
+            "argument `{name}` must be a string, got {}",
+            type_name(other)
+        ))),
+    }
+}
+
+pub fn optional_string(args: &JsonObject, name: &str) -> Result<Option<String>, ToolError> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.is_empty() => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(ToolError::Argument(format!(
+            "argument `{name}` must be a string, got {}",
+            type_name(other)
+        ))),
+    }
+}
+
+pub fn optional_integer(
+    args: &JsonObject,
+    name: &str,
+    min: u64,
+    max: u64,
+) -> Result<Option<u64>, ToolError> {
+    let value = match args.get(name) {
+        None | Some(Value::Null) => return Ok(None),
+        Some(value) => value,
+    };
+    let number = value.as_i64().or_else(|| {
+        value
+            .as_f64()
+            .filter(|f| f.fract() == 0.0)
+            .map(|f| f as i64)
+    });
+    match number {
+        Some(n) if n >= min as i64 && n <= max as i64 => Ok(Some(n as u64)),
+        Some(n) => Err(ToolError::Argument(format!(
+            "argument `{name}` must be between {min} and {max}, got {n}"
+        ))),
+        None => Err(ToolError::Argument(format!(
+            "argument `{name}` must be an integer, got {}",
+            match value {
+                Value::Number(n) => n.to_string(),
+                other => type_name(other).to_string(),
+            }
+        ))),
+    }
+}
+
+/// The `mode` argument: `hybrid` (default), `lexical` or `semantic`.
+pub fn optional_mode(args: &JsonObject) -> Result<String, ToolError> {
+    let mode = optional_string(args, "mode")?.unwrap_or_default();
+    match mode.as_str() {
+        "" | "hybrid" | "lexical" | "semantic" => Ok(mode),
+        other => Err(ToolError::Argument(format!(
+            "argument `mode` must be one of hybrid, lexical, semantic (got {other:?})"
+        ))),
+    }
+}

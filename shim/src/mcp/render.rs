@@ -1,0 +1,157 @@
+//! Rendering daemon replies as MCP tool results: readable text for the model plus
+//! `structuredContent` matching each tool's output schema.
+
+use amanmcp_proto::pb;
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde_json::{Value, json};
+
+use crate::status::{index_summary, indexing_notice};
+
+/// Render a search-shaped reply as readable text plus `structuredContent`.
+pub fn search_result(label: &str, reply: pb::SearchReply) -> CallToolResult {
+    let index = reply.index.clone().unwrap_or_default();
+    let results: Vec<Value> = reply
+        .results
+        .iter()
+        .map(|hit| {
+            let mut item = json!({
+                "path": hit.path,
+                "start_line": hit.start_line,
+                "end_line": hit.end_line,
+                "language": hit.language,
+                "score": hit.score,
+                "snippet": hit.snippet,
+            });
+            if let Some(symbol) = &hit.symbol {
+                item["symbol"] = json!(symbol);
+            }
+            if let Some(kind) = &hit.kind {
+                item["kind"] = json!(kind);
+            }
+            item
+        })
+        .collect();
+    let mut notice = indexing_notice(&index);
+    if let Some(reason) = &reply.semantic_unavailable {
+        let text = format!("Semantic search unavailable ({reason}); these are keyword results.");
+        notice = Some(match notice {
+            Some(n) => format!("{n} {text}"),
+            None => text,
+        });
+    }
+    let mut structured = json!({
+        "results": results,
+        "total": reply.total,
+        "truncated": reply.truncated,
+        "index": index_summary(&index),
+        "semantic": reply.semantic_used,
+        "vectors_complete": reply.vectors_complete,
+    });
+    if let Some(notice) = &notice {
+        structured["notice"] = json!(notice);
+    }
+    let text = render_search(label, &reply, notice.as_deref());
+    structured_result(text, structured)
+}
+
+/// A successful result: `text` for the model, `structured` for the client.
+pub fn structured_result(text: String, structured: Value) -> CallToolResult {
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    result.structured_content = Some(structured);
+    result
+}
+
+/// A `lookup` reply: each match's code with its place, kind and enclosing symbol.
+pub fn lookup_result(symbol: Option<&str>, reply: &pb::LookupReply) -> CallToolResult {
+    let matches: Vec<Value> = reply
+        .matches
+        .iter()
+        .map(|m| {
+            let mut item = json!({
+                "path": m.path,
+                "start_line": m.start_line,
+                "end_line": m.end_line,
+                "language": m.language,
+                "code": m.code,
+                "truncated": m.truncated,
+                "total_lines": m.total_lines,
+            });
+            for (key, value) in [
+                ("symbol", &m.symbol),
+                ("kind", &m.kind),
+                ("signature", &m.signature),
+                ("enclosing", &m.enclosing),
+            ] {
+                if let Some(value) = value {
+                    item[key] = json!(value);
+                }
+            }
+            item
+        })
+        .collect();
+    let structured = json!({"matches": matches, "total": reply.total});
+    let mut text = String::new();
+    if reply.matches.is_empty() {
+        text.push_str(&format!(
+            "No symbol named {:?} in the index.",
+            symbol.unwrap_or_default()
+        ));
+    }
+    for m in &reply.matches {
+        text.push_str(&format!("{}:{}-{}", m.path, m.start_line, m.end_line));
+        if let (Some(kind), Some(symbol)) = (&m.kind, &m.symbol) {
+            text.push_str(&format!(" {kind} {symbol}"));
+        }
+        if let Some(enclosing) = &m.enclosing {
+            text.push_str(&format!(" (in {enclosing})"));
+        }
+        text.push_str(&format!("\n```{}\n{}\n```\n", m.language, m.code));
+        if m.truncated {
+            text.push_str(&format!(
+                "(cut at {} lines of {}; pass start_line/end_line for more)\n",
+                m.end_line - m.start_line + 1,
+                m.total_lines
+            ));
+        }
+    }
+    structured_result(text, structured)
+}
+
+fn render_search(query: &str, reply: &pb::SearchReply, notice: Option<&str>) -> String {
+    let mut out = String::new();
+    if let Some(notice) = notice {
+        out.push_str(notice);
+        out.push_str("\n\n");
+    }
+    if reply.results.is_empty() {
+        out.push_str(&format!("No results for {query}."));
+        return out;
+    }
+    out.push_str(&format!(
+        "{} of {} results for {query}:\n",
+        reply.results.len(),
+        reply.total
+    ));
+    for hit in &reply.results {
+        out.push_str(&format!(
+            "\n{}:{}-{}",
+            hit.path, hit.start_line, hit.end_line
+        ));
+        if let Some(symbol) = &hit.symbol {
+            out.push_str(&format!(" {symbol}"));
+            if let Some(kind) = &hit.kind {
+                out.push_str(&format!(" ({kind})"));
+            }
+        }
+        out.push_str(&format!(" score {:.2}\n```{}\n", hit.score, hit.language));
+        out.push_str(&hit.snippet);
+        if !hit.snippet.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push_str("```\n");
+    }
+    if reply.truncated {
+        out.push_str("\n(more results exist; raise `limit` or narrow with `path`/`language`)\n");
+    }
+    out
+}

@@ -1,0 +1,212 @@
+//! One view of a project's status, shared by `amanctl status`/`amanctl index` and the MCP
+//! tools: the JSON object, the text, the notices, and following a pass to its end.
+
+use std::time::Duration;
+
+use amanmcp_proto::pb;
+use serde_json::{Map, Value, json};
+
+use crate::link::{DaemonLink, LinkError, state_name};
+
+/// The short index state every search-shaped reply carries.
+pub fn index_summary(status: &pb::ProjectStatus) -> Value {
+    let mut summary = json!({
+        "state": state_name(status.state),
+        "files": status.files,
+        "chunks": status.chunks,
+    });
+    if let Some(vectors) = &status.vectors {
+        summary["embedded"] = json!(vectors.embedded);
+    }
+    summary
+}
+
+/// The embedder's state as JSON (`index-status`, `amanctl status --json`).
+pub fn embedding_json(vectors: &pb::VectorStatus) -> Value {
+    let mut out = json!({
+        "model": vectors.model,
+        "embedder": vectors.embedder,
+        "embedded": vectors.embedded,
+        "pending": vectors.pending,
+        "chunks_per_second": vectors.rate,
+        "health": vectors.health,
+    });
+    if vectors.pending > 0 && vectors.rate > 0.0 {
+        out["eta_seconds"] = json!((vectors.pending as f64 / vectors.rate).ceil());
+    }
+    out
+}
+
+/// Embedding progress as words: `1200/3400 chunks embedded (85.2 chunks/s, ~27 s left)`.
+pub fn embedding_progress(vectors: &pb::VectorStatus) -> String {
+    let total = vectors.embedded + vectors.pending;
+    let mut out = format!("{}/{} chunks embedded", vectors.embedded, total);
+    if vectors.pending > 0 && vectors.rate > 0.0 {
+        let eta = vectors.pending as f64 / vectors.rate;
+        out.push_str(&format!(
+            " ({:.1} chunks/s, ~{:.0} s left)",
+            vectors.rate,
+            eta.ceil()
+        ));
+    }
+    out
+}
+
+pub fn indexing_notice(status: &pb::ProjectStatus) -> Option<String> {
+    (state_name(status.state) == "indexing").then(|| {
+        let lexical_done = status.files_total > 0 && status.files_done >= status.files_total;
+        if let Some(vectors) = status.vectors.as_ref().filter(|v| v.pending > 0 && lexical_done) {
+            format!(
+                "Keyword search is complete; semantic vectors are still being computed ({}), so meaning-based ranking may miss some code.",
+                embedding_progress(vectors)
+            )
+        } else if status.files_total == 0 {
+            "The index is still being built (scanning files); results may be incomplete.".into()
+        } else {
+            format!(
+                "The index is still being built ({}/{} files done); results may be incomplete.",
+                status.files_done, status.files_total
+            )
+        }
+    })
+}
+
+/// Everything the daemon reports about a project, as JSON (`index-status`'s structured
+/// content and each project of `amanctl status --json`).
+pub fn project_json(status: &pb::ProjectStatus) -> Value {
+    let mut out = index_summary(status);
+    let skipped: Map<String, Value> = status
+        .skipped
+        .iter()
+        .map(|s| (s.reason.clone(), json!(s.files)))
+        .collect();
+    for (key, value) in [
+        ("root", json!(status.root)),
+        ("files_done", json!(status.files_done)),
+        ("files_total", json!(status.files_total)),
+        ("index_bytes", json!(status.index_bytes)),
+        ("source_bytes", json!(status.source_bytes)),
+        ("skipped_files", json!(status.skipped_files)),
+        ("skipped", Value::Object(skipped)),
+        ("last_pass_ms", json!(status.last_pass_ms)),
+        ("last_pass_changed", json!(status.last_pass_changed)),
+        ("last_pass_removed", json!(status.last_pass_removed)),
+        ("passes", json!(status.passes)),
+        ("watch", json!(status.watch)),
+    ] {
+        out[key] = value;
+    }
+    if let Some(error) = &status.last_error {
+        out["last_error"] = json!(error);
+    }
+    if let Some(notice) = &status.notice {
+        out["notice"] = json!(notice);
+    }
+    if let Some(vectors) = &status.vectors {
+        out["embedding"] = embedding_json(vectors);
+    }
+    out
+}
+
+/// The same as text, one `Label: value` line each.
+pub fn project_text(status: &pb::ProjectStatus) -> String {
+    let state = match state_name(status.state) {
+        "indexing" => format!(
+            "indexing ({}/{} files)",
+            status.files_done, status.files_total
+        ),
+        other => other.to_string(),
+    };
+    let mut text = format!(
+        "Project {}\nState: {state}\nFiles: {}  Chunks: {}\nIndex size: {} (source {})\n",
+        status.root,
+        status.files,
+        status.chunks,
+        human_bytes(status.index_bytes),
+        human_bytes(status.source_bytes),
+    );
+    if !status.skipped.is_empty() {
+        let parts: Vec<String> = status
+            .skipped
+            .iter()
+            .map(|s| format!("{} {}", s.files, s.reason))
+            .collect();
+        text.push_str(&format!("Skipped: {}\n", parts.join(", ")));
+    }
+    text.push_str(&format!(
+        "Last pass: {} ms, {} files changed, {} removed\n",
+        status.last_pass_ms, status.last_pass_changed, status.last_pass_removed
+    ));
+    text.push_str(&format!("Watching: {}\n", status.watch));
+    match &status.vectors {
+        Some(vectors) => text.push_str(&format!(
+            "Semantic: {}; embedder {} ({})\n",
+            embedding_progress(vectors),
+            vectors.embedder,
+            vectors.health
+        )),
+        None => text.push_str("Semantic: off (keyword search only)\n"),
+    }
+    if let Some(notice) = &status.notice {
+        text.push_str(&format!("Notice: {notice}\n"));
+    }
+    text.push_str(&format!(
+        "Last error: {}\n",
+        status.last_error.as_deref().unwrap_or("none")
+    ));
+    text
+}
+
+/// `n` bytes in binary units: `12.3 MiB`.
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = n as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+/// The project's status now (`None` if the daemon no longer holds it).
+pub async fn current(
+    link: &DaemonLink,
+    root: &str,
+) -> Result<Option<pb::ProjectStatus>, LinkError> {
+    let reply = link
+        .call(|mut client| async move {
+            client
+                .status(pb::StatusRequest {})
+                .await
+                .map(|r| r.into_inner())
+        })
+        .await?;
+    Ok(reply.projects.into_iter().find(|p| p.root == root))
+}
+
+/// Poll the project's status every `every` from `status` until `done` says so, awaiting
+/// `on_step` with each status first (it may stop early by answering `false`). Returns the
+/// last status seen.
+pub async fn follow<Fut: Future<Output = bool>>(
+    link: &DaemonLink,
+    mut status: pb::ProjectStatus,
+    every: Duration,
+    mut done: impl FnMut(&pb::ProjectStatus) -> bool,
+    mut on_step: impl FnMut(pb::ProjectStatus) -> Fut,
+) -> Result<pb::ProjectStatus, LinkError> {
+    while !done(&status) {
+        if !on_step(status.clone()).await {
+            break;
+        }
+        tokio::time::sleep(every).await;
+        if let Some(now) = current(link, &status.root).await? {
+            status = now;
+        }
+    }
+    Ok(status)
+}
