@@ -12,7 +12,7 @@ use amanmcp_proto::pb;
 use anyhow::{Context, bail};
 use serde_json::Value;
 
-use crate::{project_status, start_daemon_with, wait_for_vectors};
+use crate::world::{percentile, project_status, start_daemon_with, wait_for_vectors};
 
 /// What to run.
 pub struct Options {
@@ -316,7 +316,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
             tally.chunk_hit[0] / n,
             tally.chunk_hit[1] / n,
             tally.chunk_hit[2] / n,
-            crate::percentile(&latencies, 0.5),
+            percentile(&latencies, 0.5),
         );
     }
     Ok(())

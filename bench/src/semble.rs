@@ -13,7 +13,7 @@ use amanmcp_proto::pb;
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
-use crate::{ShimProcess, percentile, start_daemon, wait_for_pass, wait_for_vectors};
+use crate::world::{ShimProcess, percentile, start_daemon, wait_for_pass, wait_for_vectors};
 
 /// Options of a run.
 pub struct Options {

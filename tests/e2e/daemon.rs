@@ -64,7 +64,7 @@ fn amanctl_status_reports_projects_in_text_and_json() {
         "socket:",
         root.to_str().unwrap(),
         "ready",
-        "last error: none",
+        "Last error: none",
     ] {
         assert!(text.contains(needle), "{needle:?} missing from:\n{text}");
     }

@@ -186,11 +186,9 @@ fn the_index_survives_sigkill_at_random_points_during_indexing_and_updates() {
             for _ in 0..30 {
                 let path = &paths[rng.below(paths.len() as u64) as usize];
                 let (id, version) = files[path];
-                if files.contains_key(path) {
-                    removed_tokens.push(format!("zq{id}zv{version}"));
-                    write(path, id, version + 1);
-                    files.insert(path.clone(), (id, version + 1));
-                }
+                removed_tokens.push(format!("zq{id}zv{version}"));
+                write(path, id, version + 1);
+                files.insert(path.clone(), (id, version + 1));
             }
             for _ in 0..10 {
                 let paths: Vec<String> = files.keys().cloned().collect();

@@ -6,7 +6,6 @@ mod index;
 mod lookup;
 mod mcp;
 mod mcp_client;
-mod quality;
 mod ranking;
 mod security;
 mod semantic;

@@ -1,16 +1,20 @@
-//! Helpers for the end-to-end tests: locate the real binaries, give each test its own HOME,
-//! XDG directories, socket and data directory, and speak raw MCP to a shim.
-//!
-//! The binaries must be built first (`cargo build --workspace`); the tests never stand in for
-//! them.
+//! Helpers for the end-to-end tests: build and locate the real binaries, give each test its
+//! own HOME, XDG directories, socket and data directory ([`TestEnv`]), speak raw MCP to a
+//! shim ([`Shim`]), run the official SDK clients, and stand in for an embedding server
+//! ([`FakeEmbedServer`], the only stand-in allowed).
 
-use std::io::{BufRead, BufReader, Write};
+mod fake_embed;
+mod shim;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+
+pub use fake_embed::{FAKE_DIMS, FakeEmbedServer, FakeEmbedState, fake_embedding};
+pub use shim::Shim;
 
 /// Directory holding the built binaries: `$AMANMCP_BIN_DIR`, else the cargo target directory
 /// this test binary lives in.
@@ -26,12 +30,49 @@ pub fn bin_dir() -> PathBuf {
         .to_path_buf()
 }
 
-/// Path of a built binary; panics with instructions if it is missing.
+/// Build the daemon's and the shim's binaries once per test process, in this test binary's
+/// profile, so `cargo test` alone never runs stale or missing binaries (cargo builds only
+/// the test crate's own dependencies). Skipped when `$AMANMCP_BIN_DIR` names prebuilt ones.
+fn build_binaries() {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        if std::env::var_os("AMANMCP_BIN_DIR").is_some() {
+            return;
+        }
+        let profile = match bin_dir().file_name().and_then(|n| n.to_str()) {
+            Some("debug") | None => "dev".to_string(),
+            Some(other) => other.to_string(),
+        };
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into());
+        let out = Command::new(cargo)
+            .args([
+                "build",
+                "--bins",
+                "-p",
+                "amanmcpd",
+                "-p",
+                "amanmcp",
+                "--profile",
+            ])
+            .arg(&profile)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .expect("run cargo build");
+        assert!(
+            out.status.success(),
+            "cargo build of the binaries failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    });
+}
+
+/// Path of a built binary (built first if needed).
 pub fn bin(name: &str) -> PathBuf {
+    build_binaries();
     let path = bin_dir().join(name);
     assert!(
         path.is_file(),
-        "{} not found: run `cargo build --workspace` before the tests",
+        "{} not found after building",
         path.display()
     );
     path
@@ -266,150 +307,6 @@ pub fn result_paths(reply: &Value) -> Vec<String> {
         .collect()
 }
 
-/// A shim process spoken to in raw JSON-RPC lines.
-pub struct Shim {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Receiver<String>,
-    next_id: u64,
-}
-
-impl Shim {
-    /// Start `amanmcp serve --project <root>` in `env`.
-    pub fn start(env: &TestEnv, root: &Path) -> Shim {
-        Shim::start_with(env, root, &[])
-    }
-
-    /// Like [`Shim::start`], with extra environment variables.
-    pub fn start_with(env: &TestEnv, root: &Path, vars: &[(&str, &std::ffi::OsStr)]) -> Shim {
-        let mut command = env.command("amanmcp");
-        command.envs(vars.iter().copied());
-        let mut child = command
-            .arg("serve")
-            .arg("--project")
-            .arg(root)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn amanmcp");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Shim {
-            stdin: child.stdin.take(),
-            child,
-            lines,
-            next_id: 1,
-        }
-    }
-
-    /// Write one raw line.
-    pub fn send_raw(&mut self, line: &str) {
-        let stdin = self.stdin.as_mut().expect("stdin open");
-        stdin.write_all(line.as_bytes()).unwrap();
-        stdin.write_all(b"\n").unwrap();
-        stdin.flush().unwrap();
-    }
-
-    /// Next message from the shim, within `timeout`.
-    pub fn recv(&mut self, timeout: Duration) -> Value {
-        let line = self
-            .lines
-            .recv_timeout(timeout)
-            .unwrap_or_else(|e| panic!("no message from the shim within {timeout:?}: {e}"));
-        serde_json::from_str(&line)
-            .unwrap_or_else(|e| panic!("shim wrote invalid JSON {line:?}: {e}"))
-    }
-
-    /// Send a request and wait for its response (skipping notifications).
-    pub fn request(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.send_raw(
-            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string(),
-        );
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let message = self.recv(left);
-            if message["id"] == json!(id) {
-                return message;
-            }
-        }
-    }
-
-    /// The MCP handshake.
-    pub fn initialize(&mut self) -> Value {
-        let reply = self.request(
-            "initialize",
-            json!({
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "amanmcp-e2e", "version": "0"}
-            }),
-        );
-        self.send_raw(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-        reply
-    }
-
-    /// `tools/call`; returns the JSON-RPC response.
-    pub fn call_tool(&mut self, name: &str, arguments: Value) -> Value {
-        self.request("tools/call", json!({"name": name, "arguments": arguments}))
-    }
-
-    /// Search until a result in `path` appears (the first index may still be running).
-    pub fn search_until(&mut self, query: &str, path: &str) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let reply = self.call_tool("search", json!({"query": query}));
-            let result = &reply["result"];
-            assert_ne!(result["isError"], json!(true), "search failed: {reply}");
-            let found = result["structuredContent"]["results"]
-                .as_array()
-                .is_some_and(|hits| hits.iter().any(|h| h["path"] == path));
-            if found {
-                return result.clone();
-            }
-            assert!(
-                Instant::now() < deadline,
-                "search for {query:?} never returned {path}: {reply}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    /// Close stdin and wait for the process to exit, within `timeout`.
-    pub fn close(mut self, timeout: Duration) -> std::process::ExitStatus {
-        drop(self.stdin.take());
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "shim did not exit within {timeout:?} of stdin EOF"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-}
-
-impl Drop for Shim {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// The Python interpreter with the official MCP SDK: `$AMANMCP_TEST_PYTHON`, else the
 /// workspace's `.venv-test` that `.ci/run` creates.
 pub fn python() -> PathBuf {
@@ -443,193 +340,4 @@ pub fn client_script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("clients")
         .join(name)
-}
-
-/// A loopback HTTP server speaking Ollama's `POST /api/embed` and the OpenAI-compatible
-/// `POST /v1/embeddings`: the stand-in for a real embedding server, which cannot be
-/// installed here. Vectors are bags of hashed words (so texts sharing words are near).
-/// Records every request; knows only the models it was given.
-pub struct FakeEmbedServer {
-    addr: std::net::SocketAddr,
-    state: std::sync::Arc<FakeEmbedState>,
-}
-
-/// What a [`FakeEmbedServer`] saw and how it behaves.
-#[derive(Default)]
-pub struct FakeEmbedState {
-    /// Texts per request, in arrival order.
-    pub batches: std::sync::Mutex<Vec<usize>>,
-    /// Models asked for, in arrival order.
-    pub models: std::sync::Mutex<Vec<String>>,
-    /// Authorization headers seen.
-    pub auth: std::sync::Mutex<Vec<String>>,
-    /// Every text embedded, in arrival order.
-    pub texts: std::sync::Mutex<Vec<String>>,
-    /// Models the server has.
-    known: std::sync::Mutex<Vec<String>>,
-    /// Delay before each answer.
-    delay_ms: std::sync::atomic::AtomicU64,
-    stop: std::sync::atomic::AtomicBool,
-}
-
-/// Dimensions of the fake vectors.
-pub const FAKE_DIMS: usize = 64;
-
-/// The fake embedding of `text`.
-pub fn fake_embedding(text: &str) -> Vec<f32> {
-    let mut v = vec![0f32; FAKE_DIMS];
-    for word in text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| w.len() > 2)
-    {
-        let mut h: u64 = 0xcbf29ce484222325;
-        for b in word.to_lowercase().bytes() {
-            h = (h ^ u64::from(b)).wrapping_mul(0x100000001b3);
-        }
-        v[(h % FAKE_DIMS as u64) as usize] += 1.0;
-    }
-    v[0] += 0.01;
-    v
-}
-
-impl FakeEmbedServer {
-    /// Start on 127.0.0.1 (a free port), knowing `models`.
-    pub fn start(models: &[&str]) -> FakeEmbedServer {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
-        listener.set_nonblocking(true).expect("nonblocking");
-        let addr = listener.local_addr().unwrap();
-        let state = std::sync::Arc::new(FakeEmbedState::default());
-        *state.known.lock().unwrap() = models.iter().map(|m| m.to_string()).collect();
-        let served = state.clone();
-        std::thread::spawn(move || {
-            while !served.stop.load(std::sync::atomic::Ordering::SeqCst) {
-                match listener.accept() {
-                    Ok((stream, _)) => {
-                        let state = served.clone();
-                        std::thread::spawn(move || {
-                            let _ = serve_embed(stream, &state);
-                        });
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
-                }
-            }
-        });
-        FakeEmbedServer { addr, state }
-    }
-
-    /// `http://127.0.0.1:PORT`.
-    pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-
-    /// What the server saw.
-    pub fn state(&self) -> &FakeEmbedState {
-        &self.state
-    }
-
-    /// Texts embedded so far.
-    pub fn texts(&self) -> usize {
-        self.state.batches.lock().unwrap().iter().sum()
-    }
-
-    /// Documents (chunks) embedded so far: texts of more than one line (queries are one).
-    pub fn documents(&self) -> usize {
-        self.state
-            .texts
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|t| t.contains('\n'))
-            .count()
-    }
-
-    /// Wait this long before each answer.
-    pub fn set_delay(&self, ms: u64) {
-        self.state
-            .delay_ms
-            .store(ms, std::sync::atomic::Ordering::SeqCst);
-    }
-}
-
-impl Drop for FakeEmbedServer {
-    fn drop(&mut self) {
-        self.state
-            .stop
-            .store(true, std::sync::atomic::Ordering::SeqCst);
-    }
-}
-
-fn serve_embed(stream: std::net::TcpStream, state: &FakeEmbedState) -> std::io::Result<()> {
-    stream.set_nonblocking(false)?;
-    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-    let mut reader = BufReader::new(stream.try_clone()?);
-    let mut request_line = String::new();
-    reader.read_line(&mut request_line)?;
-    let mut content_length = 0usize;
-    let mut auth = String::new();
-    loop {
-        let mut line = String::new();
-        reader.read_line(&mut line)?;
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        let lower = line.to_ascii_lowercase();
-        if let Some(v) = lower.strip_prefix("content-length:") {
-            content_length = v.trim().parse().unwrap_or(0);
-        }
-        if lower.starts_with("authorization:") {
-            auth = line["authorization:".len()..].trim().to_string();
-        }
-    }
-    let mut body = vec![0u8; content_length];
-    std::io::Read::read_exact(&mut reader, &mut body)?;
-    state.auth.lock().unwrap().push(auth);
-    let delay = state.delay_ms.load(std::sync::atomic::Ordering::SeqCst);
-    if delay > 0 {
-        std::thread::sleep(Duration::from_millis(delay));
-    }
-    let path = request_line.split_whitespace().nth(1).unwrap_or("");
-    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let model = request["model"].as_str().unwrap_or("").to_string();
-    let texts: Vec<String> = request["input"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|t| t.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default();
-    let (status, answer) = if path != "/api/embed" && path != "/v1/embeddings" {
-        ("404 Not Found", json!({"error": "no such endpoint"}))
-    } else if !state.known.lock().unwrap().contains(&model) {
-        (
-            "404 Not Found",
-            json!({"error": format!("model \"{model}\" not found, try pulling it first")}),
-        )
-    } else {
-        state.models.lock().unwrap().push(model.clone());
-        state.batches.lock().unwrap().push(texts.len());
-        state.texts.lock().unwrap().extend(texts.iter().cloned());
-        let vectors: Vec<Vec<f32>> = texts.iter().map(|t| fake_embedding(t)).collect();
-        let answer = if path == "/api/embed" {
-            json!({"model": model, "embeddings": vectors})
-        } else {
-            let data: Vec<Value> = vectors
-                .iter()
-                .enumerate()
-                .map(|(i, v)| json!({"object": "embedding", "index": i, "embedding": v}))
-                .collect();
-            json!({"object": "list", "model": model, "data": data})
-        };
-        ("200 OK", answer)
-    };
-    let payload = answer.to_string();
-    let mut stream = stream;
-    write!(
-        stream,
-        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{payload}",
-        payload.len()
-    )?;
-    stream.flush()
 }

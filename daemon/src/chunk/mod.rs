@@ -26,8 +26,9 @@ pub struct Chunk {
 pub const WINDOW_LINES: usize = 40;
 /// Lines shared by consecutive windows.
 pub const OVERLAP_LINES: usize = 8;
-/// A window is cut short once its text passes this many bytes.
-pub const MAX_CHUNK_BYTES: usize = 8 * 1024;
+/// A window is cut short once its text passes this many bytes (syntax chunks have their
+/// own, smaller limit: `syntax::MAX_CHUNK_BYTES`).
+pub const MAX_WINDOW_BYTES: usize = 8 * 1024;
 
 /// Split `text` into line windows.
 pub fn line_windows(text: &str) -> Vec<Chunk> {
@@ -47,7 +48,7 @@ pub fn line_windows(text: &str) -> Vec<Chunk> {
         while end < lines.len() && end - start < WINDOW_LINES {
             bytes += lines[end].len() + 1;
             end += 1;
-            if bytes >= MAX_CHUNK_BYTES {
+            if bytes >= MAX_WINDOW_BYTES {
                 break;
             }
         }
@@ -135,7 +136,7 @@ mod tests {
     fn windows_are_bounded() {
         let text = format!("{}\n", "y".repeat(300)).repeat(100);
         for chunk in line_windows(&text) {
-            assert!(chunk.text.len() < MAX_CHUNK_BYTES + 400);
+            assert!(chunk.text.len() < MAX_WINDOW_BYTES + 400);
             assert!(chunk.end_line - chunk.start_line < WINDOW_LINES as u32);
         }
     }

@@ -1,9 +1,8 @@
 //! One project's storage and what fills it: LMDB metadata and vectors ([`store`], record
-//! encodings in [`codec`]), the tantivy BM25 index ([`lexical`], [`tokenizer`]), the single
+//! encodings in `store::codec`), the tantivy BM25 index ([`lexical`], [`tokenizer`]), the single
 //! writer thread ([`writer`]), the indexing pass ([`pipeline`]), live counters
 //! ([`progress`]) and the consistency check ([`verify`]).
 
-pub mod codec;
 pub mod lexical;
 pub mod pipeline;
 pub mod progress;

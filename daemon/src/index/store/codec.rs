@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use heed::{BoxedError, BytesDecode, BytesEncode};
 
-use crate::index::store::{ChunkRecord, FileRecord, SymbolRecord};
+use super::records::{ChunkRecord, FileRecord, SymbolRecord};
 
 struct Writer(Vec<u8>);
 

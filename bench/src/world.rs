@@ -1,0 +1,278 @@
+//! The benchmark's world: a private daemon (its own socket and data directory), a shim
+//! spoken to over stdio, waiting for passes and vectors, copies of trees, and the summary
+//! statistics every figure is printed with.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use amanmcp_proto::{DaemonClient, endpoint, pb};
+use anyhow::{Context, bail};
+use serde_json::{Value, json};
+use tonic::transport::Channel;
+
+pub fn bin(name: &str) -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let path = exe.parent().context("exe dir")?.join(name);
+    if !path.is_file() {
+        bail!("{} not found: build the workspace first", path.display());
+    }
+    Ok(path)
+}
+
+pub struct Daemon {
+    pub child: Child,
+    pub socket: PathBuf,
+    dir: Option<tempfile::TempDir>,
+}
+
+impl Daemon {
+    /// Stop the daemon, keeping its data directory (for reading the index afterwards).
+    pub fn stop_keeping_data(mut self) -> Option<tempfile::TempDir> {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.dir.take()
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub async fn start_daemon() -> anyhow::Result<(Daemon, DaemonClient<Channel>)> {
+    start_daemon_with(&[]).await
+}
+
+/// Start a private daemon with extra environment variables. Its data directory is a fresh
+/// temporary one, or `$AMANMCP_BENCH_DATA_DIR` when set (kept between runs, so repeated
+/// quality runs reuse their indexes and vectors).
+pub async fn start_daemon_with(
+    vars: &[(&str, &str)],
+) -> anyhow::Result<(Daemon, DaemonClient<Channel>)> {
+    let dir = tempfile::Builder::new()
+        .prefix("amanmcp-bench-")
+        .tempdir_in("/tmp")?;
+    let socket = dir.path().join("run/amanmcpd.sock");
+    let child = Command::new(bin("amanmcpd")?)
+        .arg("--socket")
+        .arg(&socket)
+        .arg("--data-dir")
+        .arg(
+            std::env::var_os("AMANMCP_BENCH_DATA_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| dir.path().join("data")),
+        )
+        .env(
+            "AMANMCP_LOG",
+            std::env::var("AMANMCP_LOG").unwrap_or_else(|_| "warn".into()),
+        )
+        .envs(vars.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()?;
+    let daemon = Daemon {
+        child,
+        socket: socket.clone(),
+        dir: Some(dir),
+    };
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        match endpoint::connect(&socket).await {
+            Ok(client) => return Ok((daemon, client)),
+            Err(e) if Instant::now() > deadline => return Err(e.into()),
+            Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+        }
+    }
+}
+
+pub async fn project_status(
+    client: &mut DaemonClient<Channel>,
+    root: &str,
+) -> anyhow::Result<pb::ProjectStatus> {
+    let reply = client.status(pb::StatusRequest {}).await?.into_inner();
+    reply
+        .projects
+        .into_iter()
+        .find(|p| p.root == root)
+        .context("project not loaded")
+}
+
+/// Wait until `passes` passes have finished.
+pub async fn wait_for_pass(
+    client: &mut DaemonClient<Channel>,
+    root: &str,
+    passes: u64,
+) -> anyhow::Result<pb::ProjectStatus> {
+    loop {
+        let status = project_status(client, root).await?;
+        if status.passes >= passes {
+            return Ok(status);
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[idx]
+}
+
+pub fn summary(mut samples: Vec<f64>) -> String {
+    samples.sort_by(f64::total_cmp);
+    format!(
+        "p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms (n={})",
+        percentile(&samples, 0.5),
+        percentile(&samples, 0.99),
+        samples.last().copied().unwrap_or(f64::NAN),
+        samples.len()
+    )
+}
+
+/// A file to edit for the single-file change figure: the first `.py`/`.rs` file found.
+pub fn first_source_file(dir: &Path) -> Option<PathBuf> {
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let mut entries: Vec<_> = std::fs::read_dir(&dir).ok()?.flatten().collect();
+        entries.sort_by_key(|e| e.file_name());
+        for entry in entries {
+            let path = entry.path();
+            let name = entry.file_name();
+            if name.to_string_lossy().starts_with('.') {
+                continue;
+            }
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "py" || e == "rs") {
+                return Some(path);
+            }
+        }
+    }
+    None
+}
+
+/// Copy `from` into `to` (regular files and directories only).
+pub fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        let target = to.join(entry.file_name());
+        if kind.is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else if kind.is_file() {
+            std::fs::copy(entry.path(), target)?;
+        }
+    }
+    Ok(())
+}
+
+/// Wait until every chunk has its vector (or fail after `limit`); returns the status.
+pub async fn wait_for_vectors(
+    client: &mut DaemonClient<Channel>,
+    root: &str,
+    limit: Duration,
+) -> anyhow::Result<pb::ProjectStatus> {
+    let started = Instant::now();
+    loop {
+        let status = project_status(client, root).await?;
+        match &status.vectors {
+            None => return Ok(status),
+            Some(v) if v.pending == 0 && status.passes > 0 => return Ok(status),
+            Some(v) if started.elapsed() > limit => {
+                bail!(
+                    "vectors incomplete after {limit:?}: {} pending ({})",
+                    v.pending,
+                    v.health
+                )
+            }
+            Some(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+}
+
+pub fn summary_p95(mut samples: Vec<f64>) -> String {
+    samples.sort_by(f64::total_cmp);
+    format!(
+        "p50 {:.1} ms, p95 {:.1} ms, max {:.1} ms (n={})",
+        percentile(&samples, 0.5),
+        percentile(&samples, 0.95),
+        samples.last().copied().unwrap_or(f64::NAN),
+        samples.len()
+    )
+}
+
+pub struct ShimProcess {
+    pub child: Child,
+    lines: std::io::Lines<BufReader<std::process::ChildStdout>>,
+}
+
+impl ShimProcess {
+    pub fn spawn(socket: &Path, root: &Path) -> anyhow::Result<ShimProcess> {
+        let mut child = Command::new(bin("amanmcp")?)
+            .args(["serve", "--project"])
+            .arg(root)
+            .env(endpoint::SOCKET_ENV, socket)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let stdout = child.stdout.take().context("stdout")?;
+        Ok(ShimProcess {
+            child,
+            lines: BufReader::new(stdout).lines(),
+        })
+    }
+
+    pub fn request(&mut self, id: u64, method: &str, params: Value) -> anyhow::Result<Value> {
+        let stdin = self.child.stdin.as_mut().context("stdin")?;
+        writeln!(
+            stdin,
+            "{}",
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+        )?;
+        stdin.flush()?;
+        loop {
+            let line = self.lines.next().context("shim closed stdout")??;
+            let message: Value = serde_json::from_str(&line)?;
+            if message["id"] == json!(id) {
+                return Ok(message);
+            }
+        }
+    }
+
+    pub fn initialize(&mut self) -> anyhow::Result<()> {
+        self.request(
+            0,
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}),
+        )?;
+        let stdin = self.child.stdin.as_mut().context("stdin")?;
+        writeln!(
+            stdin,
+            r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+        )?;
+        Ok(())
+    }
+}
+
+impl Drop for ShimProcess {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+/// Peak resident memory of a process in MB (Linux `VmHWM`).
+pub fn peak_rss_mb(pid: u32) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}

@@ -1,0 +1,502 @@
+//! The project's LMDB environment (heed): file and chunk metadata, and the vectors (arroy).
+//!
+//! Every database is named once in [`db_name`]. Only the project's writer thread opens a
+//! write transaction (see `writer.rs`); readers use short read transactions.
+//!
+//! Vectors: every chunk either has a vector in arroy (item id = chunk id) or is listed in
+//! `embed_pending`; both change in the same write transaction as the chunk records, so a
+//! deleted chunk never leaves a vector behind. `embed_cache` maps a chunk text hash to its
+//! vector, so re-indexing, renames and branch switches re-embed only new text. The model id
+//! and dimensions are recorded in `meta`; vectors of two models are never mixed.
+
+mod codec;
+mod records;
+mod vectors;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use arroy::distances::Cosine;
+use arroy::internals::{KeyCodec, NodeCodec};
+use heed::types::{Bytes, Str, U64, Unit};
+use heed::{CommitOrAbort, Database, Env, EnvOpenOptions, RoTxn, RwTxn};
+
+use crate::error::IndexError;
+use codec::{ChunkCodec, FileCodec, SymbolsCodec};
+pub use records::{ChunkRecord, EmbeddedChunk, FileRecord, SymbolRecord, VectorState};
+
+/// Bump when the on-disk layout of LMDB or tantivy changes: older indexes are rebuilt.
+pub const FORMAT_VERSION: u64 = 3;
+
+/// Names of the LMDB databases.
+pub mod db_name {
+    /// Key/value settings: format version, root, next chunk id.
+    pub const META: &str = "meta";
+    /// Relative path -> [`super::FileRecord`].
+    pub const FILES: &str = "files";
+    /// Chunk id (big-endian u64) -> [`super::ChunkRecord`].
+    pub const CHUNKS: &str = "chunks";
+    /// Paths whose tantivy documents may be ahead of LMDB (write-ahead intent).
+    pub const DIRTY: &str = "dirty";
+    /// Relative path -> the file's symbols.
+    pub const FILE_SYMBOLS: &str = "file_symbols";
+    /// `lowercase name \0 path` -> (): which files define a name.
+    pub const SYMBOL_INDEX: &str = "symbol_index";
+    /// arroy's database: chunk vectors (item id = chunk id), cosine distance.
+    pub const VECTORS: &str = "vectors";
+    /// Chunk text hash -> vector (little-endian f32s) of the current model.
+    pub const EMBED_CACHE: &str = "embed_cache";
+    /// Chunk id -> chunk text hash: chunks still waiting for a vector.
+    pub const EMBED_PENDING: &str = "embed_pending";
+    /// Chunk id -> (): vectors of removed chunks, dropped by the next vector commit.
+    pub const VECTOR_DELETES: &str = "vector_deletes";
+}
+
+mod meta_key {
+    pub const FORMAT_VERSION: &str = "format_version";
+    pub const ROOT: &str = "root";
+    pub const NEXT_CHUNK_ID: &str = "next_chunk_id";
+    pub const EMBED_MODEL: &str = "embed_model";
+    pub const EMBED_DIMS: &str = "embed_dims";
+}
+
+/// The arroy index (within the vectors database) holding the chunk vectors.
+const ARROY_INDEX: u16 = 0;
+
+fn symbol_index_key(name: &str, path: &str) -> String {
+    format!("{}\0{path}", name.to_lowercase())
+}
+
+/// A failure inside the store, before the environment's directory is attached to it.
+#[derive(Debug)]
+enum Fail {
+    Lmdb(heed::Error),
+    Vectors(arroy::Error),
+}
+
+impl From<heed::Error> for Fail {
+    fn from(e: heed::Error) -> Self {
+        Fail::Lmdb(e)
+    }
+}
+
+impl From<arroy::Error> for Fail {
+    fn from(e: arroy::Error) -> Self {
+        Fail::Vectors(e)
+    }
+}
+
+type BeU64 = U64<heed::byteorder::BigEndian>;
+
+/// The project's LMDB environment and its typed databases.
+#[derive(Clone)]
+pub struct Store {
+    env: Env,
+    path: PathBuf,
+    meta: Database<'static, Str, Bytes>,
+    files: Database<'static, Str, FileCodec>,
+    chunks: Database<'static, BeU64, ChunkCodec>,
+    dirty: Database<'static, Str, Unit>,
+    file_symbols: Database<'static, Str, SymbolsCodec>,
+    symbol_index: Database<'static, Str, Unit>,
+    vectors: arroy::Database<'static, Cosine>,
+    embed_cache: Database<'static, BeU64, Bytes>,
+    embed_pending: Database<'static, BeU64, BeU64>,
+    vector_deletes: Database<'static, BeU64, Unit>,
+}
+
+impl Store {
+    /// Open (creating if needed) the environment in `dir`.
+    pub fn open(dir: &Path) -> Result<Store, IndexError> {
+        std::fs::create_dir_all(dir).map_err(|e| IndexError::io(dir, e))?;
+        // SAFETY: the directory is private to this daemon, which holds the per-user lock, so
+        // no other process maps the same file; we never open the same env twice (registry).
+        let env = unsafe {
+            EnvOpenOptions::new()
+                .map_size(64 << 30)
+                .max_dbs(16)
+                .open(dir)
+        }
+        .map_err(|e| IndexError::lmdb(dir, e))?;
+        let wtxn = env.write_txn().map_err(|e| IndexError::lmdb(dir, e))?;
+        let (
+            meta,
+            files,
+            chunks,
+            dirty,
+            file_symbols,
+            symbol_index,
+            vectors,
+            cache,
+            pending,
+            deletes,
+        ) = env
+            .create_databases_and_commit(wtxn, |opener, wtxn| -> heed::Result<_> {
+                let meta = opener.create_database::<Str, Bytes>(wtxn, Some(db_name::META))?;
+                let files = opener.create_database::<Str, FileCodec>(wtxn, Some(db_name::FILES))?;
+                let chunks =
+                    opener.create_database::<BeU64, ChunkCodec>(wtxn, Some(db_name::CHUNKS))?;
+                let dirty = opener.create_database::<Str, Unit>(wtxn, Some(db_name::DIRTY))?;
+                let file_symbols = opener
+                    .create_database::<Str, SymbolsCodec>(wtxn, Some(db_name::FILE_SYMBOLS))?;
+                let symbol_index =
+                    opener.create_database::<Str, Unit>(wtxn, Some(db_name::SYMBOL_INDEX))?;
+                let vectors = opener
+                    .create_database::<KeyCodec, NodeCodec<Cosine>>(wtxn, Some(db_name::VECTORS))?;
+                let cache =
+                    opener.create_database::<BeU64, Bytes>(wtxn, Some(db_name::EMBED_CACHE))?;
+                let pending =
+                    opener.create_database::<BeU64, BeU64>(wtxn, Some(db_name::EMBED_PENDING))?;
+                let deletes =
+                    opener.create_database::<BeU64, Unit>(wtxn, Some(db_name::VECTOR_DELETES))?;
+                Ok(CommitOrAbort::<_, ()>::Commit((
+                    meta,
+                    files,
+                    chunks,
+                    dirty,
+                    file_symbols,
+                    symbol_index,
+                    vectors,
+                    cache,
+                    pending,
+                    deletes,
+                )))
+            })
+            .map_err(|e| IndexError::lmdb(dir, e))?
+            .unwrap_commit();
+        Ok(Store {
+            env,
+            path: dir.to_path_buf(),
+            meta,
+            files,
+            chunks,
+            dirty,
+            file_symbols,
+            symbol_index,
+            vectors,
+            embed_cache: cache,
+            embed_pending: pending,
+            vector_deletes: deletes,
+        })
+    }
+
+    /// Attach the environment's directory to a failure.
+    fn ctx<T>(&self, result: Result<T, Fail>) -> Result<T, IndexError> {
+        result.map_err(|fail| match fail {
+            Fail::Lmdb(e) => IndexError::lmdb(&self.path, e),
+            Fail::Vectors(e) => IndexError::vectors(&self.path, e),
+        })
+    }
+
+    /// Run `f` in a fresh read transaction.
+    fn read<T>(&self, f: impl FnOnce(&RoTxn) -> Result<T, Fail>) -> Result<T, IndexError> {
+        self.ctx(
+            self.env
+                .read_txn()
+                .map_err(Fail::from)
+                .and_then(|rtxn| f(&rtxn)),
+        )
+    }
+
+    /// The format version recorded, if any.
+    pub fn format_version(&self) -> Result<Option<u64>, IndexError> {
+        self.meta_u64(meta_key::FORMAT_VERSION)
+    }
+
+    fn meta_u64(&self, key: &str) -> Result<Option<u64>, IndexError> {
+        self.read(|rtxn| {
+            Ok(self
+                .meta
+                .get(rtxn, key)?
+                .and_then(|b| b.try_into().ok())
+                .map(u64::from_le_bytes))
+        })
+    }
+
+    /// Record the format version and root of a fresh store.
+    pub fn initialise(&self, root: &Path) -> Result<(), IndexError> {
+        self.ctx((|| {
+            let mut wtxn = self.env.write_txn()?;
+            let version = FORMAT_VERSION.to_le_bytes();
+            self.meta
+                .put(&mut wtxn, meta_key::FORMAT_VERSION, &version)?;
+            let root = root.to_string_lossy();
+            self.meta.put(&mut wtxn, meta_key::ROOT, root.as_bytes())?;
+            Ok(wtxn.commit()?)
+        })())
+    }
+
+    /// Every indexed file with its record.
+    pub fn all_files(&self) -> Result<HashMap<String, FileRecord>, IndexError> {
+        self.read(|rtxn| {
+            let mut out = HashMap::new();
+            for item in self.files.iter(rtxn)? {
+                let (path, record) = item?;
+                out.insert(path.to_string(), record);
+            }
+            Ok(out)
+        })
+    }
+
+    /// Every indexed path, in order.
+    pub fn all_paths(&self) -> Result<Vec<String>, IndexError> {
+        self.read(|rtxn| {
+            let mut out = Vec::new();
+            let paths = self.files.remap_data_type::<heed::types::DecodeIgnore>();
+            for item in paths.iter(rtxn)? {
+                out.push(item?.0.to_string());
+            }
+            Ok(out)
+        })
+    }
+
+    /// Indexed files under directory `dir` ("" for the root): all descendants, or only direct
+    /// children.
+    pub fn files_under(
+        &self,
+        dir: &str,
+        recursive: bool,
+    ) -> Result<HashMap<String, FileRecord>, IndexError> {
+        let prefix = if dir.is_empty() {
+            String::new()
+        } else {
+            format!("{dir}/")
+        };
+        self.read(|rtxn| {
+            let mut out = HashMap::new();
+            // LMDB refuses an empty key, so the root's files are a plain iteration.
+            type Items<'t> = Box<dyn Iterator<Item = heed::Result<(&'t str, FileRecord)>> + 't>;
+            let items: Items<'_> = if prefix.is_empty() {
+                Box::new(self.files.iter(rtxn)?)
+            } else {
+                Box::new(self.files.prefix_iter(rtxn, &prefix)?)
+            };
+            for item in items {
+                let (path, record) = item?;
+                if recursive || !path[prefix.len()..].contains('/') {
+                    out.insert(path.to_string(), record);
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    /// A page of indexed files in path order, and the total number of files.
+    pub fn files_page(
+        &self,
+        offset: usize,
+        limit: usize,
+    ) -> Result<(Vec<(String, FileRecord)>, u64), IndexError> {
+        self.read(|rtxn| {
+            let total = self.files.len(rtxn)?;
+            let mut out = Vec::with_capacity(limit.min(1024));
+            for item in self.files.iter(rtxn)?.skip(offset).take(limit) {
+                let (path, record) = item?;
+                out.push((path.to_string(), record));
+            }
+            Ok((out, total))
+        })
+    }
+
+    /// Number of indexed files and chunks.
+    pub fn counts(&self) -> Result<(u64, u64), IndexError> {
+        self.read(|rtxn| Ok((self.files.len(rtxn)?, self.chunks.len(rtxn)?)))
+    }
+
+    /// Paths marked dirty by an interrupted commit.
+    pub fn dirty_paths(&self) -> Result<Vec<String>, IndexError> {
+        self.read(|rtxn| {
+            let mut out = Vec::new();
+            for item in self.dirty.iter(rtxn)? {
+                out.push(item?.0.to_string());
+            }
+            Ok(out)
+        })
+    }
+
+    /// Every chunk id with the path it records.
+    pub fn all_chunks(&self) -> Result<Vec<(u64, String)>, IndexError> {
+        self.read(|rtxn| {
+            let mut out = Vec::new();
+            for item in self.chunks.iter(rtxn)? {
+                let (id, chunk) = item?;
+                out.push((id, chunk.path));
+            }
+            Ok(out)
+        })
+    }
+
+    /// Whether `path` is indexed.
+    pub fn has_file(&self, path: &str) -> Result<bool, IndexError> {
+        self.read(|rtxn| {
+            let paths = self.files.remap_data_type::<heed::types::DecodeIgnore>();
+            Ok(paths.get(rtxn, path)?.is_some())
+        })
+    }
+
+    /// The line ranges of `path`'s chunks.
+    pub fn chunks_of(&self, path: &str) -> Result<Vec<(u32, u32)>, IndexError> {
+        self.read(|rtxn| {
+            let Some(record) = self.files.get(rtxn, path)? else {
+                return Ok(Vec::new());
+            };
+            let mut out = Vec::with_capacity(record.chunk_ids.len());
+            for id in record.chunk_ids {
+                if let Some(chunk) = self.chunks.get(rtxn, &id)? {
+                    out.push((chunk.start_line, chunk.end_line));
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    /// The symbols of `path`.
+    pub fn symbols_of(&self, path: &str) -> Result<Vec<SymbolRecord>, IndexError> {
+        self.read(|rtxn| Ok(self.file_symbols.get(rtxn, path)?.unwrap_or_default()))
+    }
+
+    /// Every (path, symbol) whose bare name equals `name`, ignoring case.
+    pub fn symbols_named(&self, name: &str) -> Result<Vec<(String, SymbolRecord)>, IndexError> {
+        let name = name.to_lowercase();
+        let prefix = format!("{name}\0");
+        self.read(|rtxn| {
+            let mut paths = Vec::new();
+            for item in self.symbol_index.prefix_iter(rtxn, &prefix)? {
+                let (key, ()) = item?;
+                paths.push(key[prefix.len()..].to_string());
+            }
+            let mut out = Vec::new();
+            for path in paths {
+                for symbol in self.file_symbols.get(rtxn, &path)?.unwrap_or_default() {
+                    if symbol.name.to_lowercase() == name {
+                        out.push((path.clone(), symbol));
+                    }
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    /// Bytes used on disk by the environment.
+    pub fn disk_size(&self) -> u64 {
+        self.env.real_disk_size().unwrap_or(0)
+    }
+
+    /// Start the writer's transaction. Only the writer thread calls this.
+    pub fn write_txn(&self) -> Result<StoreTxn<'_>, IndexError> {
+        let wtxn = self.ctx(self.env.write_txn().map_err(Fail::from))?;
+        Ok(StoreTxn { store: self, wtxn })
+    }
+
+    /// The next unused chunk id.
+    pub fn next_chunk_id(&self) -> Result<u64, IndexError> {
+        Ok(self.meta_u64(meta_key::NEXT_CHUNK_ID)?.unwrap_or(1))
+    }
+}
+
+/// The writer's open LMDB transaction.
+pub struct StoreTxn<'s> {
+    store: &'s Store,
+    wtxn: RwTxn<'s>,
+}
+
+impl<'s> StoreTxn<'s> {
+    /// Run `f` on the store and this transaction.
+    fn write<T>(
+        &mut self,
+        f: impl FnOnce(&'s Store, &mut RwTxn<'s>) -> Result<T, Fail>,
+    ) -> Result<T, IndexError> {
+        let store = self.store;
+        store.ctx(f(store, &mut self.wtxn))
+    }
+
+    /// Mark `path` dirty (its tantivy documents are about to change).
+    pub fn mark_dirty(&mut self, path: &str) -> Result<(), IndexError> {
+        self.write(|store, wtxn| Ok(store.dirty.put(wtxn, path, &())?))
+    }
+
+    /// Clear every dirty mark.
+    pub fn clear_dirty(&mut self) -> Result<(), IndexError> {
+        self.write(|store, wtxn| Ok(store.dirty.clear(wtxn)?))
+    }
+
+    /// The record of `path`, if indexed.
+    pub fn file(&self, path: &str) -> Result<Option<FileRecord>, IndexError> {
+        self.store
+            .ctx(self.store.files.get(&self.wtxn, path).map_err(Fail::from))
+    }
+
+    /// Remove `path`, its chunks and its symbols.
+    pub fn remove_file(&mut self, path: &str) -> Result<(), IndexError> {
+        self.write(|store, wtxn| {
+            if let Some(symbols) = store.file_symbols.get(wtxn, path)? {
+                for symbol in &symbols {
+                    let key = symbol_index_key(&symbol.name, path);
+                    store.symbol_index.delete(wtxn, &key)?;
+                }
+                store.file_symbols.delete(wtxn, path)?;
+            }
+            let Some(old) = store.files.get(wtxn, path)? else {
+                return Ok(());
+            };
+            for id in old.chunk_ids {
+                store.chunks.delete(wtxn, &id)?;
+                // A chunk still pending has no vector; one with a vector has it dropped by
+                // the next vector commit (searches skip ids without a chunk meanwhile).
+                if !store.embed_pending.delete(wtxn, &id)? {
+                    store.vector_deletes.put(wtxn, &id, &())?;
+                }
+            }
+            store.files.delete(wtxn, path)?;
+            Ok(())
+        })
+    }
+
+    /// Store `path`'s record, chunks and symbols (replacing any previous ones first).
+    pub fn put_file(
+        &mut self,
+        path: &str,
+        record: &FileRecord,
+        chunks: &[(u64, ChunkRecord)],
+        symbols: &[SymbolRecord],
+    ) -> Result<(), IndexError> {
+        self.remove_file(path)?;
+        self.write(|store, wtxn| {
+            if !symbols.is_empty() {
+                for symbol in symbols {
+                    let key = symbol_index_key(&symbol.name, path);
+                    store.symbol_index.put(wtxn, &key, &())?;
+                }
+                store.file_symbols.put(wtxn, path, symbols)?;
+            }
+            // No vector is written here: arroy's trees are rebuilt by vector commits only, so
+            // a saved file stays cheap to commit. The worker serves cached text without
+            // embedding.
+            for (id, chunk) in chunks {
+                store.chunks.put(wtxn, id, chunk)?;
+                store.embed_pending.put(wtxn, id, &chunk.hash)?;
+            }
+            Ok(store.files.put(wtxn, path, record)?)
+        })
+    }
+
+    /// Update only the size and mtime of an indexed file whose content is unchanged.
+    pub fn touch_file(&mut self, path: &str, size: u64, mtime_ns: u64) -> Result<(), IndexError> {
+        self.write(|store, wtxn| {
+            if let Some(mut record) = store.files.get(wtxn, path)? {
+                record.size = size;
+                record.mtime_ns = mtime_ns;
+                store.files.put(wtxn, path, &record)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Commit, persisting the chunk id counter.
+    pub fn commit(mut self, next_chunk_id: u64) -> Result<(), IndexError> {
+        let next = next_chunk_id.to_le_bytes();
+        self.write(|store, wtxn| Ok(store.meta.put(wtxn, meta_key::NEXT_CHUNK_ID, &next)?))?;
+        let store = self.store;
+        store.ctx(self.wtxn.commit().map_err(Fail::from))
+    }
+}

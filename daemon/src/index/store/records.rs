@@ -1,0 +1,86 @@
+//! The records kept in LMDB, as plain types (their encodings are in `codec`).
+
+use roaring::RoaringBitmap;
+
+/// What LMDB knows of an indexed file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileRecord {
+    /// Size in bytes when indexed.
+    pub size: u64,
+    /// Modification time (ns since epoch) when indexed.
+    pub mtime_ns: u64,
+    /// xxh3-64 of the content.
+    pub hash: u64,
+    /// Detected language.
+    pub language: String,
+    /// Ids of the file's chunks, in order.
+    pub chunk_ids: Vec<u64>,
+}
+
+/// What LMDB knows of a chunk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChunkRecord {
+    /// Relative path of the file.
+    pub path: String,
+    /// First line, 1-based.
+    pub start_line: u32,
+    /// Last line, 1-based inclusive.
+    pub end_line: u32,
+    /// Symbol name, when known.
+    pub symbol: Option<String>,
+    /// Symbol kind, when known.
+    pub kind: Option<String>,
+    /// xxh3-64 of the chunk text.
+    pub hash: u64,
+}
+
+/// What LMDB knows of a symbol (see `syntax::Symbol`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SymbolRecord {
+    /// Bare name.
+    pub name: String,
+    /// Qualified name.
+    pub qualified: String,
+    /// Kind.
+    pub kind: String,
+    /// First line (1-based).
+    pub start_line: u32,
+    /// Last line (1-based, inclusive).
+    pub end_line: u32,
+    /// Declaration text.
+    pub signature: String,
+    /// Enclosing symbol's qualified name.
+    pub parent: Option<String>,
+}
+
+impl From<&crate::chunk::syntax::Symbol> for SymbolRecord {
+    fn from(s: &crate::chunk::syntax::Symbol) -> Self {
+        SymbolRecord {
+            name: s.name.clone(),
+            qualified: s.qualified.clone(),
+            kind: s.kind.to_string(),
+            start_line: s.start_line,
+            end_line: s.end_line,
+            signature: s.signature.clone(),
+            parent: s.parent.clone(),
+        }
+    }
+}
+
+/// A chunk's new vector, from the embedding worker.
+#[derive(Debug, Clone)]
+pub struct EmbeddedChunk {
+    /// Chunk id.
+    pub chunk_id: u64,
+    /// Hash of the chunk text the vector was computed from.
+    pub hash: u64,
+    /// Unit vector.
+    pub vector: Vec<f32>,
+}
+
+/// Vector ids, pending chunk ids, and ids whose vectors are to be dropped.
+pub type VectorState = (
+    RoaringBitmap,
+    std::collections::HashSet<u64>,
+    std::collections::HashSet<u64>,
+);

@@ -1,0 +1,272 @@
+//! The vector side of the store: arroy's index of chunk vectors, the embedding cache and
+//! the queue of chunks waiting for a vector. Reads for search and the embedding worker;
+//! writes only through the writer's [`StoreTxn`].
+
+use std::collections::{HashMap, HashSet};
+
+use arroy::distances::Cosine;
+use heed::{RoTxn, RwTxn};
+use roaring::RoaringBitmap;
+
+use super::{ARROY_INDEX, EmbeddedChunk, Fail, Store, StoreTxn, VectorState, meta_key};
+use crate::error::IndexError;
+
+fn vector_bytes(vector: &[f32]) -> Vec<u8> {
+    vector.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+fn bytes_vector(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
+}
+
+impl Store {
+    /// The model whose vectors this index holds, if recorded.
+    pub fn vector_model(&self) -> Result<Option<String>, IndexError> {
+        self.read(|rtxn| {
+            let model = self.meta.get(rtxn, meta_key::EMBED_MODEL)?;
+            Ok(model.map(|b| String::from_utf8_lossy(b).into_owned()))
+        })
+    }
+
+    /// arroy's reader, or `None` while nothing has been embedded yet.
+    fn vector_reader<'t>(
+        &self,
+        rtxn: &'t RoTxn,
+    ) -> Result<Option<arroy::Reader<'t, Cosine>>, Fail> {
+        match arroy::Reader::<Cosine>::open(rtxn, ARROY_INDEX, self.vectors) {
+            Ok(reader) => Ok(Some(reader)),
+            Err(arroy::Error::MissingMetadata(_)) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Up to `limit` chunks waiting for a vector, `(chunk id, text hash)`, lowest ids first,
+    /// leaving out `skip` (those already being embedded).
+    pub fn pending_chunks(
+        &self,
+        limit: usize,
+        skip: &HashSet<u64>,
+    ) -> Result<Vec<(u64, u64)>, IndexError> {
+        self.read(|rtxn| {
+            let mut out = Vec::with_capacity(limit.min(4096));
+            for item in self.embed_pending.iter(rtxn)? {
+                let (id, hash) = item?;
+                if !skip.contains(&id) {
+                    out.push((id, hash));
+                    if out.len() >= limit {
+                        break;
+                    }
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    /// Chunk ids with a vector, chunk ids waiting for one, and removed chunk ids whose vector
+    /// is still to be dropped, read in one transaction.
+    pub fn vector_state(&self) -> Result<VectorState, IndexError> {
+        self.read(|rtxn| {
+            let vectors = self
+                .vector_reader(rtxn)?
+                .map_or_else(RoaringBitmap::new, |reader| reader.item_ids().clone());
+            let mut pending = HashSet::new();
+            for item in self.embed_pending.iter(rtxn)? {
+                pending.insert(item?.0);
+            }
+            let mut deletes = HashSet::new();
+            for item in self.vector_deletes.iter(rtxn)? {
+                deletes.insert(item?.0);
+            }
+            Ok((vectors, pending, deletes))
+        })
+    }
+
+    /// Every stored vector, by chunk id (benchmarks: exact search to measure ANN recall).
+    pub fn all_vectors(&self) -> Result<Vec<(u64, Vec<f32>)>, IndexError> {
+        self.read(|rtxn| {
+            let Some(reader) = self.vector_reader(rtxn)? else {
+                return Ok(Vec::new());
+            };
+            let mut out = Vec::new();
+            for item in reader.iter(rtxn)? {
+                let (id, vector) = item?;
+                out.push((u64::from(id), vector));
+            }
+            Ok(out)
+        })
+    }
+
+    /// Whether `chunk_id` still waits for a vector.
+    pub fn is_pending(&self, chunk_id: u64) -> Result<bool, IndexError> {
+        self.read(|rtxn| Ok(self.embed_pending.get(rtxn, &chunk_id)?.is_some()))
+    }
+
+    /// Cached vectors of the given chunk text hashes (those the cache has).
+    pub fn cached_vectors(&self, hashes: &[u64]) -> Result<HashMap<u64, Vec<f32>>, IndexError> {
+        self.read(|rtxn| {
+            let mut out = HashMap::new();
+            for hash in hashes {
+                if let Some(bytes) = self.embed_cache.get(rtxn, hash)? {
+                    out.insert(*hash, bytes_vector(bytes));
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    /// Vectors of removed chunks not yet dropped.
+    pub fn vector_deletes_count(&self) -> Result<u64, IndexError> {
+        self.read(|rtxn| Ok(self.vector_deletes.len(rtxn)?))
+    }
+
+    /// Chunks waiting for a vector.
+    pub fn pending_count(&self) -> Result<u64, IndexError> {
+        self.read(|rtxn| Ok(self.embed_pending.len(rtxn)?))
+    }
+
+    /// The `limit` chunks nearest to `query` (cosine distance, smaller is nearer), among
+    /// `candidates` if given. `search_k` trades speed for recall (arroy's default when 0).
+    pub fn nearest(
+        &self,
+        query: &[f32],
+        limit: usize,
+        candidates: Option<&RoaringBitmap>,
+        search_k: usize,
+    ) -> Result<Vec<(u64, f32)>, IndexError> {
+        self.read(|rtxn| {
+            let Some(reader) = self.vector_reader(rtxn)? else {
+                return Ok(Vec::new());
+            };
+            if reader.dimensions() != query.len() {
+                return Ok(Vec::new());
+            }
+            let mut builder = reader.nns(limit.max(1));
+            if let Some(k) = std::num::NonZeroUsize::new(search_k) {
+                builder.search_k(k);
+            }
+            if let Some(candidates) = candidates {
+                builder.candidates(candidates);
+            }
+            let found = builder.by_vector(rtxn, query)?;
+            Ok(found
+                .into_iter()
+                .map(|(id, distance)| (u64::from(id), distance))
+                .collect())
+        })
+    }
+}
+
+/// The recorded vector dimensions, if any.
+fn vector_dims(store: &Store, wtxn: &RwTxn) -> Result<Option<usize>, Fail> {
+    let value = store.meta.get(wtxn, meta_key::EMBED_DIMS)?;
+    Ok(value
+        .and_then(|b| b.try_into().ok())
+        .map(|b| u64::from_le_bytes(b) as usize))
+}
+
+impl StoreTxn<'_> {
+    /// Drop every vector and cached embedding, record `model` as the index's model, and
+    /// queue every chunk for embedding. Used when the model changes.
+    pub fn reset_vectors(&mut self, model: &str) -> Result<u64, IndexError> {
+        self.write(|store, wtxn| {
+            store.vectors.clear(wtxn)?;
+            store.embed_cache.clear(wtxn)?;
+            store.embed_pending.clear(wtxn)?;
+            store.vector_deletes.clear(wtxn)?;
+            store.meta.delete(wtxn, meta_key::EMBED_DIMS)?;
+            store
+                .meta
+                .put(wtxn, meta_key::EMBED_MODEL, model.as_bytes())?;
+            let mut chunks = Vec::new();
+            for item in store.chunks.iter(wtxn)? {
+                let (id, record) = item?;
+                chunks.push((id, record.hash));
+            }
+            for (id, hash) in &chunks {
+                store.embed_pending.put(wtxn, id, hash)?;
+            }
+            Ok(chunks.len() as u64)
+        })
+    }
+
+    /// Store vectors computed by the embedding worker for chunks that still exist (a chunk
+    /// deleted meanwhile is skipped). Returns how many were stored.
+    pub fn put_vectors(&mut self, items: &[EmbeddedChunk]) -> Result<usize, IndexError> {
+        self.write(|store, wtxn| {
+            // First the vectors of removed chunks.
+            let mut deletes = Vec::new();
+            for item in store.vector_deletes.iter(wtxn)? {
+                deletes.push(item?.0);
+            }
+            if !deletes.is_empty() {
+                if let Some(dims) = vector_dims(store, wtxn)? {
+                    let arroy = arroy::Writer::<Cosine>::new(store.vectors, ARROY_INDEX, dims);
+                    for id in &deletes {
+                        if let Ok(item) = u32::try_from(*id) {
+                            arroy.del_item(wtxn, item)?;
+                        }
+                    }
+                }
+                store.vector_deletes.clear(wtxn)?;
+            }
+            let Some(first) = items.first() else {
+                return Ok(0);
+            };
+            let dims = match vector_dims(store, wtxn)? {
+                Some(dims) => dims,
+                None => {
+                    let dims = first.vector.len();
+                    store
+                        .meta
+                        .put(wtxn, meta_key::EMBED_DIMS, &(dims as u64).to_le_bytes())?;
+                    dims
+                }
+            };
+            let arroy = arroy::Writer::<Cosine>::new(store.vectors, ARROY_INDEX, dims);
+            let mut stored = 0;
+            for item in items {
+                let Ok(item_id) = u32::try_from(item.chunk_id) else {
+                    continue;
+                };
+                if item.vector.len() != dims {
+                    tracing::warn!(
+                        got = item.vector.len(),
+                        dims,
+                        "embedding with unexpected dimensions dropped"
+                    );
+                    continue;
+                }
+                if store.embed_pending.get(wtxn, &item.chunk_id)? != Some(item.hash) {
+                    continue;
+                }
+                arroy.add_item(wtxn, item_id, &item.vector)?;
+                store
+                    .embed_cache
+                    .put(wtxn, &item.hash, &vector_bytes(&item.vector))?;
+                store.embed_pending.delete(wtxn, &item.chunk_id)?;
+                stored += 1;
+            }
+            Ok(stored)
+        })
+    }
+
+    /// Rebuild arroy's trees for the vectors changed in this transaction (required before
+    /// readers can search them).
+    pub fn build_vectors(&mut self, seed: u64) -> Result<(), IndexError> {
+        use rand::SeedableRng;
+        self.write(|store, wtxn| {
+            let Some(dims) = vector_dims(store, wtxn)? else {
+                return Ok(());
+            };
+            let arroy = arroy::Writer::<Cosine>::new(store.vectors, ARROY_INDEX, dims);
+            if arroy.need_build(wtxn)? {
+                let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+                arroy.builder(&mut rng).build(wtxn)?;
+            }
+            Ok(())
+        })
+    }
+}
