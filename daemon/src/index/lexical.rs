@@ -179,6 +179,11 @@ impl Lexical {
         })
     }
 
+    /// The index's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     fn err(&self, e: tantivy::TantivyError) -> IndexError {
         IndexError::tantivy(&self.dir, e)
     }

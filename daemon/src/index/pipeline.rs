@@ -13,6 +13,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use crate::chunk::syntax;
+use crate::error::IndexError;
 use crate::files::lang;
 use crate::files::scan::{self, Candidate, Limits, ReadOutcome, SkipReason};
 use crate::index::ProjectIndex;
@@ -46,7 +47,7 @@ pub fn reconcile(
     writer: &WriterHandle,
     limits: Limits,
     on_dir: &mut dyn FnMut(&Path),
-) -> Result<(), String> {
+) -> Result<(), IndexError> {
     let started = Instant::now();
     let progress = &index.progress;
     let scanned = scan::scan_scope(root, root, None, limits, on_dir);
@@ -54,7 +55,7 @@ pub fn reconcile(
     for (_, reason) in &scanned.skipped {
         progress.add_skipped(*reason);
     }
-    let known = index.store.all_files().map_err(|e| e.to_string())?;
+    let known = index.store.all_files()?;
     let stats = diff(
         &scanned.files,
         &known,
@@ -81,7 +82,7 @@ pub fn update(
     limits: Limits,
     scopes: &[DirScope],
     on_dir: &mut dyn FnMut(&Path),
-) -> Result<DiffStats, String> {
+) -> Result<DiffStats, IndexError> {
     let mut files: HashMap<String, Candidate> = HashMap::new();
     let mut known: HashMap<String, FileRecord> = HashMap::new();
     for scope in scopes {
@@ -95,10 +96,7 @@ pub fn update(
         for candidate in scanned.files {
             files.insert(candidate.rel_path.clone(), candidate);
         }
-        let under = index
-            .store
-            .files_under(&scope.rel, scope.recursive)
-            .map_err(|e| e.to_string())?;
+        let under = index.store.files_under(&scope.rel, scope.recursive)?;
         known.extend(under);
     }
     let mut files: Vec<Candidate> = files.into_values().collect();
@@ -118,15 +116,13 @@ fn diff(
     limits: Limits,
     on_done: &(dyn Fn(u64) + Sync),
     on_skipped: &(dyn Fn(SkipReason) + Sync),
-) -> Result<DiffStats, String> {
+) -> Result<DiffStats, IndexError> {
     let removed = AtomicU64::new(0);
     let changed = AtomicU64::new(0);
     let on_disk: std::collections::HashSet<&str> =
         files.iter().map(|c| c.rel_path.as_str()).collect();
     for path in known.keys().filter(|p| !on_disk.contains(p.as_str())) {
-        if !writer.send(WriteOp::Remove(path.clone())) {
-            return Err("index writer has stopped".into());
-        }
+        writer.send_or_gone(WriteOp::Remove(path.clone()))?;
         removed.fetch_add(1, Ordering::Relaxed);
     }
     let (unchanged, to_read): (Vec<&Candidate>, Vec<&Candidate>) = files.iter().partition(|c| {

@@ -72,13 +72,15 @@ pub enum WriteOp {
     /// Vectors for chunks waiting for one (from the embedding worker).
     Vectors(Vec<EmbeddedChunk>),
     /// Commit now and report the outcome.
-    Flush(mpsc::Sender<Result<(), String>>),
+    Flush(mpsc::Sender<Result<(), IndexError>>),
 }
 
 /// The sending side of a project's writer.
 #[derive(Clone)]
 pub struct WriterHandle {
     tx: SyncSender<WriteOp>,
+    /// The index's directory, for errors.
+    dir: std::path::PathBuf,
 }
 
 impl WriterHandle {
@@ -88,14 +90,23 @@ impl WriterHandle {
     }
 
     /// Commit everything queued so far and wait for it.
-    pub fn flush(&self) -> Result<(), String> {
+    pub fn flush(&self) -> Result<(), IndexError> {
         let (ack_tx, ack_rx) = mpsc::channel();
-        if !self.send(WriteOp::Flush(ack_tx)) {
-            return Err("index writer has stopped".into());
+        self.send_or_gone(WriteOp::Flush(ack_tx))?;
+        ack_rx.recv().unwrap_or_else(|_| Err(self.gone()))
+    }
+
+    /// Queue an operation, or say the writer is gone.
+    pub fn send_or_gone(&self, op: WriteOp) -> Result<(), IndexError> {
+        if self.send(op) {
+            Ok(())
+        } else {
+            Err(self.gone())
         }
-        ack_rx
-            .recv()
-            .unwrap_or_else(|_| Err("index writer has stopped".into()))
+    }
+
+    fn gone(&self) -> IndexError {
+        IndexError::WriterGone(self.dir.clone())
     }
 }
 
@@ -103,6 +114,7 @@ impl WriterHandle {
 pub fn spawn(
     index: Arc<ProjectIndex>,
 ) -> Result<(WriterHandle, std::thread::JoinHandle<()>), IndexError> {
+    let dir = index.lexical.dir().to_path_buf();
     let (tx, rx) = mpsc::sync_channel(256);
     let writer = index.lexical.writer()?;
     let next_chunk_id = index.store.next_chunk_id()?;
@@ -121,7 +133,7 @@ pub fn spawn(
             .run(rx)
         })
         .map_err(|e| IndexError::io(std::path::Path::new("writer thread"), e))?;
-    Ok((WriterHandle { tx }, thread))
+    Ok((WriterHandle { tx, dir }, thread))
 }
 
 enum Staged {
@@ -157,7 +169,7 @@ impl Writer {
             match op {
                 Ok(WriteOp::Flush(ack)) => {
                     self.interval = COMMIT_INTERVAL;
-                    let outcome = self.commit().map_err(|e| e.to_string());
+                    let outcome = self.commit();
                     let _ = ack.send(outcome);
                 }
                 Ok(op) => {

@@ -275,7 +275,7 @@ impl Project {
                 "applied file events"
             ),
             // Counts are refreshed by the writer's commit (there is none when nothing changed).
-            Err(message) => self.index.progress.set_error(message),
+            Err(error) => self.index.progress.set_error(error.to_string()),
         }
         drop(_guard);
         self.ensure_poller();
@@ -358,9 +358,9 @@ impl Project {
                     .unwrap_or_else(|e| e.into_inner()) = None;
                 progress.set_state(IndexState::Ready);
             }
-            Err(message) => {
-                tracing::error!(root = %self.root.display(), %message, "indexing pass failed");
-                progress.set_error(message);
+            Err(error) => {
+                tracing::error!(root = %self.root.display(), %error, "indexing pass failed");
+                progress.set_error(error.to_string());
             }
         }
         progress.pass_finished();
