@@ -15,13 +15,28 @@ use serde_json::Value;
 use crate::world::{percentile, project_status, start_daemon_with, wait_for_vectors};
 
 /// What to run.
+#[derive(clap::Args)]
 pub struct Options {
+    /// The `visible.jsonl` of a set.
+    #[arg(long, default_value = "../shared/eval/swebench_loc/visible.jsonl")]
     pub data: PathBuf,
+    /// Where the bare repositories are: `DIR/OWNER+NAME/repo`.
+    #[arg(long, default_value = "/work/.mirror")]
     pub mirrors: PathBuf,
+    /// Only issues of repositories whose name contains this.
+    #[arg(long)]
     pub repo: Option<String>,
+    /// Per repository, only the N issues whose base commits are closest together.
+    #[arg(long)]
     pub per_repo: Option<usize>,
+    /// Modes to run, comma-separated.
+    #[arg(long, default_value = "lexical,semantic,hybrid", value_delimiter = ',')]
     pub modes: Vec<String>,
+    /// Score only gold files with this extension (the Rust set: `rs`).
+    #[arg(long)]
     pub only_ext: Option<String>,
+    /// Where to check the repositories out (default: a temporary directory).
+    #[arg(long)]
     pub workdir: Option<PathBuf>,
 }
 

@@ -68,55 +68,11 @@ enum BenchCommand {
     /// issue, the target repository at its base commit (checked out from a bare git
     /// directory, incrementally), indexed by the real daemon; both query forms in every
     /// mode; file Recall@1/5/10, MRR and chunk hit@1/5/10.
-    Localize {
-        /// The `visible.jsonl` of a set.
-        #[arg(long, default_value = "../shared/eval/swebench_loc/visible.jsonl")]
-        data: PathBuf,
-        /// Where the bare repositories are: `DIR/OWNER+NAME/repo`.
-        #[arg(long, default_value = "/work/.mirror")]
-        mirrors: PathBuf,
-        /// Only issues of repositories whose name contains this.
-        #[arg(long)]
-        repo: Option<String>,
-        /// Per repository, only the N issues whose base commits are closest together.
-        #[arg(long)]
-        per_repo: Option<usize>,
-        /// Modes to run, comma-separated.
-        #[arg(long, default_value = "lexical,semantic,hybrid")]
-        modes: String,
-        /// Score only gold files with this extension (the Rust set: `rs`).
-        #[arg(long)]
-        only_ext: Option<String>,
-        /// Where to check the repositories out (default: a temporary directory).
-        #[arg(long)]
-        workdir: Option<PathBuf>,
-    },
+    Localize(localize::Options),
     /// The semble code-search benchmark (`../shared/eval/semble`): NDCG@10 per repository,
     /// category and language in every mode, beside the peers' published figures, through
     /// the real daemon and shim. Materialize the checkouts first with its `materialize.sh`.
-    Semble {
-        /// The `semble` folder of the shared eval data.
-        #[arg(long, default_value = "../shared/eval/semble")]
-        eval: PathBuf,
-        /// Where `materialize.sh` put the checkouts (its default).
-        #[arg(long)]
-        checkouts: Option<PathBuf>,
-        /// Only these repositories, comma-separated.
-        #[arg(long, value_delimiter = ',')]
-        repos: Vec<String>,
-        /// Modes to run, comma-separated.
-        #[arg(long, default_value = "lexical,semantic,hybrid", value_delimiter = ',')]
-        modes: Vec<String>,
-        /// Results asked of each search.
-        #[arg(long, default_value_t = 50)]
-        limit: usize,
-        /// Write every query's top files per mode to this JSON-lines file.
-        #[arg(long)]
-        dump: Option<PathBuf>,
-        /// Fail when a mode's mean falls below a floor: `hybrid=0.8` (repeatable).
-        #[arg(long = "floor", value_parser = parse_floor)]
-        floors: Vec<(String, f64)>,
-    },
+    Semble(semble::Options),
     /// Freshness through the file watcher on a copy of DIR: a saved file until searchable
     /// (p50/p95 over many edits), and a 2,000-file storm until settled.
     Freshness {
@@ -164,65 +120,17 @@ fn main() -> anyhow::Result<()> {
                 dump.as_deref(),
             ))
         }
-        BenchCommand::Localize {
-            data,
-            mirrors,
-            repo,
-            per_repo,
-            modes,
-            only_ext,
-            workdir,
-        } => {
+        BenchCommand::Localize(options) => {
             let runtime = tokio::runtime::Runtime::new()?;
-            runtime.block_on(localize::run(localize::Options {
-                data,
-                mirrors,
-                repo,
-                per_repo,
-                modes: modes.split(',').map(|m| m.trim().to_string()).collect(),
-                only_ext,
-                workdir,
-            }))
+            runtime.block_on(localize::run(options))
         }
-        BenchCommand::Semble {
-            eval,
-            checkouts,
-            repos,
-            modes,
-            limit,
-            dump,
-            floors,
-        } => {
-            let checkouts = match checkouts {
-                Some(dir) => dir,
-                None => PathBuf::from(std::env::var("HOME").context("HOME")?)
-                    .join(".cache/amanmcp-semble"),
-            };
+        BenchCommand::Semble(options) => {
             let runtime = tokio::runtime::Runtime::new()?;
-            runtime.block_on(semble::run(semble::Options {
-                eval,
-                checkouts,
-                repos,
-                modes,
-                limit,
-                dump,
-                floors,
-            }))
+            runtime.block_on(semble::run(options))
         }
         BenchCommand::Freshness { dir, edits } => {
             let runtime = tokio::runtime::Runtime::new()?;
             runtime.block_on(freshness::bench_freshness(&dir, edits))
         }
     }
-}
-
-/// `mode=value` of `--floor`.
-fn parse_floor(text: &str) -> Result<(String, f64), String> {
-    let (mode, value) = text
-        .split_once('=')
-        .ok_or_else(|| format!("expected MODE=VALUE, got {text:?}"))?;
-    let value: f64 = value
-        .parse()
-        .map_err(|e| format!("bad floor {value:?}: {e}"))?;
-    Ok((mode.to_string(), value))
 }

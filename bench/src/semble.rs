@@ -16,21 +16,40 @@ use serde_json::{Value, json};
 use crate::world::{ShimProcess, percentile, start_daemon, wait_for_pass, wait_for_vectors};
 
 /// Options of a run.
+#[derive(clap::Args)]
 pub struct Options {
     /// The `semble` folder of the shared eval data.
+    #[arg(long, default_value = "../shared/eval/semble")]
     pub eval: PathBuf,
-    /// Where `materialize.sh` put the checkouts.
-    pub checkouts: PathBuf,
-    /// Only these repositories (all when empty).
+    /// Where `materialize.sh` put the checkouts (default: its own, `~/.cache/amanmcp-semble`).
+    #[arg(long)]
+    pub checkouts: Option<PathBuf>,
+    /// Only these repositories, comma-separated.
+    #[arg(long, value_delimiter = ',')]
     pub repos: Vec<String>,
-    /// Modes to run.
+    /// Modes to run, comma-separated.
+    #[arg(long, default_value = "lexical,semantic,hybrid", value_delimiter = ',')]
     pub modes: Vec<String>,
     /// Results asked of each search.
+    #[arg(long, default_value_t = 50)]
     pub limit: usize,
-    /// Write every query's ranked files per mode to this JSON-lines file.
+    /// Write every query's top files per mode to this JSON-lines file.
+    #[arg(long)]
     pub dump: Option<PathBuf>,
-    /// Fail when a mode's mean over the queries run is below this (mode=floor).
+    /// Fail when a mode's mean falls below a floor: `hybrid=0.8` (repeatable).
+    #[arg(long = "floor", value_parser = parse_floor)]
     pub floors: Vec<(String, f64)>,
+}
+
+/// `mode=value` of `--floor`.
+fn parse_floor(text: &str) -> Result<(String, f64), String> {
+    let (mode, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("expected MODE=VALUE, got {text:?}"))?;
+    let value: f64 = value
+        .parse()
+        .map_err(|e| format!("bad floor {value:?}: {e}"))?;
+    Ok((mode.to_string(), value))
 }
 
 /// The peers shown beside our figures, in this order.
@@ -138,6 +157,10 @@ fn means(rows: &[(String, f64)]) -> BTreeMap<String, (f64, usize)> {
 
 /// Run the benchmark.
 pub async fn run(options: Options) -> anyhow::Result<()> {
+    let checkouts = match &options.checkouts {
+        Some(dir) => dir.clone(),
+        None => PathBuf::from(std::env::var("HOME").context("HOME")?).join(".cache/amanmcp-semble"),
+    };
     let repos: Vec<Value> =
         serde_json::from_str(&std::fs::read_to_string(options.eval.join("repos.json"))?)?;
     let peers: Value =
@@ -153,13 +176,13 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
             continue;
         }
         let prefix = repo["benchmark_root"].as_str().unwrap_or("");
-        let checkout = options.checkouts.join(name);
+        let checkout = checkouts.join(name);
         let root = checkout.join(prefix);
         if !root.is_dir() {
             bail!(
                 "{} is missing: run ../shared/eval/semble/materialize.sh {} first",
                 root.display(),
-                options.checkouts.display()
+                checkouts.display()
             );
         }
         let root = root.canonicalize()?;
