@@ -1,20 +1,12 @@
-//! Stdio framing in front of rmcp. rmcp drops unparsable lines silently; JSON-RPC wants a
-//! `-32700 Parse error` reply. Every stdin line is checked here: well-formed JSON goes on to
-//! rmcp, anything else is answered with a parse error. One task owns stdout, so replies never
-//! interleave.
+//! Stdio framing in front of rmcp: reads the client's lines (at most
+//! [`gate::MAX_MESSAGE_BYTES`] each, longer ones are discarded as they stream in, never held
+//! whole), lets [`gate::Gate`] judge each one, and forwards, answers or drops it. One task
+//! owns stdout, so replies never interleave.
 
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
-/// The JSON-RPC parse-error reply for an unparsable line.
-pub fn parse_error_reply(error: &serde_json::Error) -> String {
-    serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": null,
-        "error": {"code": -32700, "message": format!("Parse error: {error}")}
-    })
-    .to_string()
-}
+use crate::gate::{self, Gate, Verdict};
 
 /// Pipe `input` to `to_server` (checking each line) and `from_server` to `output`.
 /// Returns when `input` reaches EOF and the server's output has drained.
@@ -51,19 +43,25 @@ where
 
     let mut to_server = to_server;
     let mut input = BufReader::new(input);
+    let mut gate = Gate::default();
     let mut line = Vec::new();
     loop {
         line.clear();
-        match input.read_until(b'\n', &mut line).await {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
+        match read_line(&mut input, &mut line, gate::MAX_MESSAGE_BYTES).await {
+            Ok(Line::End) | Err(_) => break,
+            Ok(Line::TooLong) => {
+                tracing::warn!(max = gate::MAX_MESSAGE_BYTES, "oversized message discarded");
+                let _ = out_tx.send(gate::too_large_reply().to_string());
+                continue;
+            }
+            Ok(Line::Read) => {}
         }
         let text = trim_line(&line);
         if text.is_empty() {
             continue;
         }
-        match serde_json::from_slice::<serde::de::IgnoredAny>(text) {
-            Ok(_) => {
+        match gate.check(text) {
+            Verdict::Forward => {
                 if to_server.write_all(text).await.is_err()
                     || to_server.write_all(b"\n").await.is_err()
                     || to_server.flush().await.is_err()
@@ -71,18 +69,67 @@ where
                     break;
                 }
             }
-            Err(e) => {
-                tracing::debug!(error = %e, "unparsable line on stdin");
-                let _ = out_tx.send(parse_error_reply(&e));
+            Verdict::Reply(reply) => {
+                let _ = out_tx.send(reply.to_string());
             }
+            Verdict::Drop(why) => tracing::debug!(why, "message dropped"),
+        }
+        if line.capacity() > 64 << 10 {
+            // Give a large message's memory back rather than keep it for the session.
+            line = Vec::new();
         }
     }
-    // EOF: let the server see it, drain what it still has to say, then stop writing.
     let _ = to_server.shutdown().await;
     drop(to_server);
     drop(out_tx);
     let _ = from_server_task.await;
     let _ = writer.await;
+}
+
+/// How reading one line ended.
+enum Line {
+    /// A line (possibly the last one, without a newline) is in the buffer.
+    Read,
+    /// The line was longer than the limit; it was read and thrown away.
+    TooLong,
+    /// No more input.
+    End,
+}
+
+/// Read one line into `line`, keeping at most `max` bytes: a longer line is consumed up to
+/// its newline without being stored.
+async fn read_line<R: AsyncBufRead + Unpin>(
+    input: &mut R,
+    line: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<Line> {
+    let mut too_long = false;
+    loop {
+        let buf = input.fill_buf().await?;
+        if buf.is_empty() {
+            return Ok(match (too_long, line.is_empty()) {
+                (true, _) => Line::TooLong,
+                (false, true) => Line::End,
+                (false, false) => Line::Read,
+            });
+        }
+        let (take, done) = match buf.iter().position(|&b| b == b'\n') {
+            Some(at) => (at + 1, true),
+            None => (buf.len(), false),
+        };
+        if !too_long {
+            if line.len() + take > max + 2 {
+                too_long = true;
+                *line = Vec::new();
+            } else {
+                line.extend_from_slice(&buf[..take]);
+            }
+        }
+        input.consume(take);
+        if done {
+            return Ok(if too_long { Line::TooLong } else { Line::Read });
+        }
+    }
 }
 
 fn trim_line(line: &[u8]) -> &[u8] {
@@ -101,12 +148,33 @@ fn trim_line(line: &[u8]) -> &[u8] {
 mod tests {
     use super::*;
 
-    #[test]
-    fn parse_error_is_a_jsonrpc_error() {
-        let err = serde_json::from_str::<serde_json::Value>("{oops").unwrap_err();
-        let reply: serde_json::Value = serde_json::from_str(&parse_error_reply(&err)).unwrap();
-        assert_eq!(reply["error"]["code"], -32700);
-        assert!(reply["id"].is_null());
+    #[tokio::test]
+    async fn long_lines_are_discarded_without_being_kept() {
+        let input = format!("{}\n{{}}\nlast", "x".repeat(100));
+        let mut input = BufReader::with_capacity(16, input.as_bytes());
+        let mut line = Vec::new();
+        assert!(matches!(
+            read_line(&mut input, &mut line, 50).await.unwrap(),
+            Line::TooLong
+        ));
+        assert!(line.capacity() < 50);
+        line.clear();
+        assert!(matches!(
+            read_line(&mut input, &mut line, 50).await.unwrap(),
+            Line::Read
+        ));
+        assert_eq!(trim_line(&line), b"{}");
+        line.clear();
+        assert!(matches!(
+            read_line(&mut input, &mut line, 50).await.unwrap(),
+            Line::Read
+        ));
+        assert_eq!(line, b"last");
+        line.clear();
+        assert!(matches!(
+            read_line(&mut input, &mut line, 50).await.unwrap(),
+            Line::End
+        ));
     }
 
     #[test]

@@ -1,11 +1,12 @@
 //! The amanmcp shim: speaks MCP over stdio to an AI client and forwards to `amanmcpd`.
 //!
 //! Knows MCP and the gRPC client; knows nothing about indexing. [`link`] reaches (and if
-//! needed starts) the daemon, [`framing`] guards stdin, [`mcp`] is the MCP server,
+//! needed starts) the daemon, [`framing`] reads stdin and [`gate`] judges every message, [`mcp`] is the MCP server,
 //! [`project`] decides which project a session serves, [`status`] is the one view of a
 //! project's status that `amanctl` and the tools share.
 
 pub mod framing;
+pub mod gate;
 pub mod link;
 pub mod mcp;
 pub mod mcp_client;

@@ -226,6 +226,87 @@ fn malformed_json_gets_a_parse_error_and_the_shim_stays_alive() {
 }
 
 #[test]
+fn every_hostile_message_gets_an_answer_with_its_id_and_the_session_survives() {
+    let env = TestEnv::new();
+    let root = env.project("proj", &[("auth.py", AUTH_PY)]);
+    let mut shim = Shim::start(&env, &root);
+    // Before initialize: a notification is ignored (it used to end the session), a request
+    // is refused with its id, ping is answered.
+    shim.send_raw(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    shim.send_raw(r#"{"jsonrpc":"2.0","id":"early","method":"tools/list"}"#);
+    let reply = shim.recv(Duration::from_secs(5));
+    assert_eq!(reply["id"], "early", "{reply}");
+    assert_eq!(reply["error"]["code"], -32002, "{reply}");
+    let reply = shim.request("ping", json!({}));
+    assert_eq!(reply["result"], json!({}), "{reply}");
+    shim.initialize();
+
+    let mut bad_utf8 = br#"{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"search","arguments":{"query":""#.to_vec();
+    bad_utf8.extend_from_slice(&[0xC3, 0x28, 0xFF]);
+    bad_utf8.extend_from_slice(br#""}}}"#);
+    shim.send_bytes(&bad_utf8);
+    let reply = shim.recv(Duration::from_secs(5));
+    assert_eq!(
+        (reply["id"].clone(), reply["error"]["code"].clone()),
+        (json!(11), json!(-32700)),
+        "{reply}"
+    );
+
+    let deep = format!(
+        r#"{{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{{"name":"search","arguments":{{"query":{}1{}}}}}}}"#,
+        "[".repeat(200),
+        "]".repeat(200)
+    );
+    let cases = [
+        (deep, json!(12), -32700),
+        (
+            r#"{"jsonrpc":"2.0","id":13,"method":"tools/list","params":[1,2]}"#.to_string(),
+            json!(13),
+            -32602,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"search","arguments":"x"}}"#.to_string(),
+            json!(14),
+            -32602,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":15,"method":"tools/call","params":{"name":42}}"#.to_string(),
+            json!(15),
+            -32602,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":16,"method":"resources/read","params":{"uri":{"a":1}}}"#.to_string(),
+            json!(16),
+            -32602,
+        ),
+        (r#"[{"jsonrpc":"2.0","id":17,"method":"ping"}]"#.to_string(), json!(null), -32600),
+    ];
+    for (line, id, code) in cases {
+        shim.send_raw(&line);
+        let reply = shim.recv(Duration::from_secs(5));
+        assert_eq!(reply["id"], id, "{line}: {reply}");
+        assert_eq!(reply["error"]["code"], code, "{line}: {reply}");
+    }
+    // A fractional id is refused with the id exactly as sent.
+    shim.send_raw(r#"{"jsonrpc":"2.0","id":-0.0,"method":"ping"}"#);
+    let reply = shim.recv(Duration::from_secs(5));
+    assert_eq!(reply["error"]["code"], -32600, "{reply}");
+    assert_eq!(reply["id"].to_string(), "-0.0", "{reply}");
+    // A message over the size limit is read and thrown away, not held.
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":18,"method":"ping","params":{{"x":"{}"}}}}"#,
+        "a".repeat(5 << 20)
+    );
+    shim.send_raw(&huge);
+    let reply = shim.recv(Duration::from_secs(10));
+    assert_eq!(reply["error"]["code"], -32600, "{reply}");
+    // Still serving.
+    let reply = shim.request("ping", json!({}));
+    assert_eq!(reply["result"], json!({}), "{reply}");
+    shim.search_until("verify_password", "auth.py");
+}
+
+#[test]
 fn tool_errors_name_the_parameter() {
     let env = TestEnv::new();
     let root = env.project("proj", &[("auth.py", AUTH_PY)]);

@@ -58,8 +58,13 @@ impl Shim {
 
     /// Write one raw line.
     pub fn send_raw(&mut self, line: &str) {
+        self.send_bytes(line.as_bytes());
+    }
+
+    /// Write one raw line of bytes (which need not be UTF-8).
+    pub fn send_bytes(&mut self, line: &[u8]) {
         let stdin = self.stdin.as_mut().expect("stdin open");
-        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(line).unwrap();
         stdin.write_all(b"\n").unwrap();
         stdin.flush().unwrap();
     }

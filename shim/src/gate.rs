@@ -1,0 +1,275 @@
+//! The gate in front of rmcp: every message from the client is checked here, so each request
+//! gets an answer with its own id, whatever it holds. rmcp alone drops messages it cannot
+//! read (bad UTF-8, deep nesting), answers some without their id, and ends the session on a
+//! notification sent before `initialize`.
+//!
+//! Rules (JSON-RPC 2.0 and MCP 2025-11-25):
+//! - unparsable JSON, bad UTF-8 or nesting deeper than 128: `-32700`, with the id if it can be
+//!   read from the text;
+//! - not an object, an id that is neither a string nor an integer: `-32600`;
+//! - `params` that is not an object, or a parameter of the wrong type for the methods whose
+//!   parameters rmcp types strictly: `-32602` naming the parameter;
+//! - before `initialize`: a notification or a response is dropped, `ping` is answered, any
+//!   other request gets `-32002`.
+
+use serde_json::{Map, Value, json};
+
+/// What to do with one line from the client.
+#[derive(Debug, PartialEq)]
+pub enum Verdict {
+    /// Hand it to rmcp unchanged.
+    Forward,
+    /// Answer the client with this message instead.
+    Reply(Value),
+    /// Drop it (a notification or response that may not arrive yet), saying why in the log.
+    Drop(&'static str),
+}
+
+/// Longest message accepted, in bytes. Tool arguments have their own, smaller limits.
+pub const MAX_MESSAGE_BYTES: usize = 4 << 20;
+
+/// A JSON-RPC error reply.
+pub fn error_reply(id: Value, code: i64, message: impl Into<String>) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message.into()}})
+}
+
+/// The reply to a message over [`MAX_MESSAGE_BYTES`] (its id is not read).
+pub fn too_large_reply() -> Value {
+    error_reply(
+        Value::Null,
+        -32600,
+        format!("message over {MAX_MESSAGE_BYTES} bytes: not read"),
+    )
+}
+
+/// Tracks the session's state across messages.
+#[derive(Debug, Default)]
+pub struct Gate {
+    initialize_seen: bool,
+}
+
+impl Gate {
+    /// Judge one line (without its line ending).
+    pub fn check(&mut self, line: &[u8]) -> Verdict {
+        let message: Value = match serde_json::from_slice(line) {
+            Ok(message) => message,
+            Err(e) => {
+                let reason = if std::str::from_utf8(line).is_err() {
+                    "invalid UTF-8 in the message".to_string()
+                } else {
+                    format!("Parse error: {e}")
+                };
+                return Verdict::Reply(error_reply(readable_id(line), -32700, reason));
+            }
+        };
+        let Value::Object(message) = message else {
+            return Verdict::Reply(error_reply(
+                Value::Null,
+                -32600,
+                "a message must be a JSON-RPC object (batches are not part of MCP)",
+            ));
+        };
+        let id = message.get("id").cloned();
+        if let Some(id) = &id
+            && !(id.is_string() || id.is_i64() || id.is_u64())
+        {
+            return Verdict::Reply(error_reply(
+                id.clone(),
+                -32600,
+                "`id` must be a string or an integer",
+            ));
+        }
+        let Some(method) = message.get("method") else {
+            // A response to one of our requests (roots/list).
+            return if self.initialize_seen {
+                Verdict::Forward
+            } else {
+                Verdict::Drop("a response before initialize")
+            };
+        };
+        let Some(method) = method.as_str() else {
+            return match id {
+                Some(id) => Verdict::Reply(error_reply(id, -32600, "`method` must be a string")),
+                None => Verdict::Drop("a notification whose method is not a string"),
+            };
+        };
+        let Some(id) = id else {
+            return if self.initialize_seen {
+                Verdict::Forward
+            } else {
+                Verdict::Drop("a notification before initialize")
+            };
+        };
+        if let Err(problem) = check_params(method, message.get("params")) {
+            return Verdict::Reply(error_reply(id, -32602, problem));
+        }
+        if !self.initialize_seen {
+            match method {
+                "initialize" => self.initialize_seen = true,
+                "ping" => return Verdict::Reply(json!({"jsonrpc": "2.0", "id": id, "result": {}})),
+                _ => {
+                    return Verdict::Reply(error_reply(
+                        id,
+                        -32002,
+                        format!("`{method}` before `initialize`: initialize the session first"),
+                    ));
+                }
+            }
+        }
+        Verdict::Forward
+    }
+}
+
+/// The id of a message that did not parse, if the text shows one plainly.
+fn readable_id(line: &[u8]) -> Value {
+    let text = String::from_utf8_lossy(line);
+    let Some(at) = text.find("\"id\"") else {
+        return Value::Null;
+    };
+    let rest = text[at + 4..].trim_start();
+    let Some(rest) = rest.strip_prefix(':') else {
+        return Value::Null;
+    };
+    let mut stream = serde_json::Deserializer::from_str(rest.trim_start()).into_iter::<Value>();
+    match stream.next() {
+        Some(Ok(id)) if id.is_string() || id.is_i64() || id.is_u64() => id,
+        _ => Value::Null,
+    }
+}
+
+/// `params` must be an object; the parameters rmcp types strictly must have their types.
+fn check_params(method: &str, params: Option<&Value>) -> Result<(), String> {
+    let params = match params {
+        None | Some(Value::Null) => return Ok(()),
+        Some(Value::Object(params)) => params,
+        Some(_) => return Err("`params` must be an object".into()),
+    };
+    let rules: &[(&str, Kind)] = match method {
+        "tools/call" | "prompts/get" => &[("name", Kind::String), ("arguments", Kind::Object)],
+        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => {
+            &[("uri", Kind::String)]
+        }
+        "logging/setLevel" => &[("level", Kind::String)],
+        "initialize" => &[
+            ("protocolVersion", Kind::String),
+            ("capabilities", Kind::Object),
+            ("clientInfo", Kind::Object),
+        ],
+        _ => &[],
+    };
+    for (name, kind) in rules {
+        kind.check(params, name)?;
+    }
+    Ok(())
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    String,
+    Object,
+}
+
+impl Kind {
+    /// An absent or null parameter passes: rmcp reports missing required ones itself.
+    fn check(self, params: &Map<String, Value>, name: &str) -> Result<(), String> {
+        let ok = match params.get(name) {
+            None | Some(Value::Null) => true,
+            Some(value) => match self {
+                Kind::String => value.is_string(),
+                Kind::Object => value.is_object(),
+            },
+        };
+        if ok {
+            Ok(())
+        } else {
+            let what = match self {
+                Kind::String => "a string",
+                Kind::Object => "an object",
+            };
+            Err(format!("parameter `{name}` must be {what}"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn started() -> Gate {
+        let mut gate = Gate::default();
+        let init = br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+        assert_eq!(gate.check(init), Verdict::Forward);
+        gate
+    }
+
+    fn code(verdict: Verdict) -> (i64, Value) {
+        match verdict {
+            Verdict::Reply(reply) => (
+                reply["error"]["code"].as_i64().unwrap(),
+                reply["id"].clone(),
+            ),
+            other => panic!("expected an error reply, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn before_initialize_notifications_are_dropped_and_requests_refused() {
+        let mut gate = Gate::default();
+        let note = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        assert!(matches!(gate.check(note), Verdict::Drop(_)));
+        let list = br#"{"jsonrpc":"2.0","id":"a","method":"tools/list"}"#;
+        assert_eq!(code(gate.check(list)), (-32002, json!("a")));
+        let ping = br#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#;
+        assert_eq!(
+            gate.check(ping),
+            Verdict::Reply(json!({"jsonrpc": "2.0", "id": 7, "result": {}}))
+        );
+        let mut gate = started();
+        assert_eq!(gate.check(note), Verdict::Forward);
+        assert_eq!(gate.check(list), Verdict::Forward);
+    }
+
+    #[test]
+    fn unreadable_messages_get_a_parse_error_with_their_id_when_it_shows() {
+        let mut gate = started();
+        let mut bad_utf8 = br#"{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"search","arguments":{"query":"x"#.to_vec();
+        bad_utf8.extend_from_slice(&[0xff, 0xfe]);
+        bad_utf8.extend_from_slice(br#""}}}"#);
+        assert_eq!(code(gate.check(&bad_utf8)), (-32700, json!(12)));
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","id":"deep","method":"ping","params":{{"x":{}{}}}}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        assert_eq!(code(gate.check(deep.as_bytes())), (-32700, json!("deep")));
+        assert_eq!(code(gate.check(b"{oops")), (-32700, Value::Null));
+    }
+
+    #[test]
+    fn wrong_shapes_get_their_codes_and_ids() {
+        let mut gate = started();
+        assert_eq!(code(gate.check(b"[1,2]")), (-32600, Value::Null));
+        assert_eq!(code(gate.check(b"42")), (-32600, Value::Null));
+        let float_id = br#"{"jsonrpc":"2.0","id":-0.0,"method":"ping"}"#;
+        let (c, id) = code(gate.check(float_id));
+        assert_eq!(c, -32600);
+        assert_eq!(id.to_string(), "-0.0");
+        for (params, id) in [
+            (r#"[1]"#, 1),
+            (r#"{"name":5}"#, 2),
+            (r#"{"name":"search","arguments":"q"}"#, 3),
+        ] {
+            let line =
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{params}}}"#);
+            assert_eq!(
+                code(gate.check(line.as_bytes())),
+                (-32602, json!(id)),
+                "{line}"
+            );
+        }
+        let uri = br#"{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{"uri":["x"]}}"#;
+        assert_eq!(code(gate.check(uri)), (-32602, json!(4)));
+        let fine = br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"search","arguments":{"query":"x"}}}"#;
+        assert_eq!(gate.check(fine), Verdict::Forward);
+    }
+}
