@@ -38,14 +38,31 @@ impl RpcService {
     }
 }
 
+/// Longest error message sent back: it travels in an HTTP/2 header (`grpc-message`), and a
+/// message echoing a huge argument would break the connection instead of reporting.
+const MAX_STATUS_MESSAGE: usize = 1024;
+
 fn to_status(e: Error) -> Status {
     match e {
-        Error::User(e) => Status::invalid_argument(e.to_string()),
+        Error::User(e) => Status::invalid_argument(clip(e.to_string())),
         Error::Index(e) => {
-            tracing::error!(error = %e, "internal error");
-            Status::internal(e.to_string())
+            tracing::error!(error = %clip(e.to_string()), "internal error");
+            Status::internal(clip(e.to_string()))
         }
     }
+}
+
+/// `text` cut to [`MAX_STATUS_MESSAGE`] bytes at a character boundary, saying so.
+fn clip(mut text: String) -> String {
+    if text.len() > MAX_STATUS_MESSAGE {
+        let mut end = MAX_STATUS_MESSAGE;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push_str("… (cut)");
+    }
+    text
 }
 
 async fn blocking<T: Send + 'static>(
@@ -394,5 +411,23 @@ impl amanmcp_proto::Daemon for RpcService {
             shutdown.notify_one();
         });
         Ok(Response::new(pb::ShutdownReply {}))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_error_messages_are_cut_at_a_character_boundary() {
+        assert_eq!(clip("short".into()), "short");
+        let long = "é".repeat(MAX_STATUS_MESSAGE);
+        let cut = clip(long);
+        assert!(
+            cut.len() <= MAX_STATUS_MESSAGE + "… (cut)".len(),
+            "{}",
+            cut.len()
+        );
+        assert!(cut.ends_with("… (cut)"));
     }
 }

@@ -322,6 +322,15 @@ fn tool_errors_name_the_parameter() {
         (json!({"query": "x", "path": 3}), "path"),
         (json!({"query": "x", "path": "src/[oops"}), "path"),
         (json!({"query": "x", "language": ["rust"]}), "language"),
+        // Size limits, checked before anything reaches the daemon.
+        (
+            json!({"query": "q".repeat(9000)}),
+            "argument `query` is 9000 bytes",
+        ),
+        (
+            json!({"query": "x", "path": "p/".repeat(3000)}),
+            "argument `path` is 6000 bytes",
+        ),
         // An unknown language is an error listing the known ones, not an empty answer.
         (
             json!({"query": "x", "language": "klingon"}),

@@ -32,7 +32,31 @@ fn type_name(value: &Value) -> &'static str {
     }
 }
 
+/// Longest string argument, in bytes: `query` 8 KiB, `snippet` 32 KiB, others 4 KiB.
+/// Checked here, before anything reaches the daemon.
+pub fn max_string_bytes(name: &str) -> usize {
+    match name {
+        "query" => 8 << 10,
+        "snippet" => 32 << 10,
+        _ => 4 << 10,
+    }
+}
+
+fn within_limit(name: &str, value: &str) -> Result<(), ToolError> {
+    let max = max_string_bytes(name);
+    if value.len() > max {
+        return Err(ToolError::Argument(format!(
+            "argument `{name}` is {} bytes; at most {max} are accepted",
+            value.len()
+        )));
+    }
+    Ok(())
+}
+
 pub fn required_string(args: &JsonObject, name: &str) -> Result<String, ToolError> {
+    if let Some(Value::String(s)) = args.get(name) {
+        within_limit(name, s)?;
+    }
     match args.get(name) {
         None | Some(Value::Null) => Err(ToolError::Argument(format!(
             "missing required argument `{name}` (a non-empty string)"
@@ -49,6 +73,9 @@ pub fn required_string(args: &JsonObject, name: &str) -> Result<String, ToolErro
 }
 
 pub fn optional_string(args: &JsonObject, name: &str) -> Result<Option<String>, ToolError> {
+    if let Some(Value::String(s)) = args.get(name) {
+        within_limit(name, s)?;
+    }
     match args.get(name) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) if s.is_empty() => Ok(None),
