@@ -52,6 +52,11 @@ pub enum ServerError {
          choose another path with AMANMCP_SOCKET / AMANMCP_DATA_DIR)"
     )]
     UnsafeDir(PathBuf),
+    /// Something that is not a directory is where a private directory should be.
+    #[error(
+        "{0} exists and is not a directory (choose another path with AMANMCP_SOCKET / AMANMCP_DATA_DIR)"
+    )]
+    NotADirectory(PathBuf),
     /// Something that is not a socket is where the socket should go.
     #[error("{0} exists and is not a socket; refusing to replace it (set AMANMCP_SOCKET)")]
     NotASocket(PathBuf),
@@ -84,7 +89,10 @@ pub fn prepare_private_dir(dir: &Path) -> Result<(), ServerError> {
     let meta = std::fs::metadata(dir).map_err(io_err("cannot stat", dir))?;
     // SAFETY: getuid has no preconditions.
     let uid = unsafe { libc::getuid() };
-    if meta.uid() != uid || !meta.is_dir() || meta.mode() & 0o077 != 0 {
+    if !meta.is_dir() {
+        return Err(ServerError::NotADirectory(dir.to_path_buf()));
+    }
+    if meta.uid() != uid || meta.mode() & 0o077 != 0 {
         return Err(ServerError::UnsafeDir(dir.to_path_buf()));
     }
     Ok(())

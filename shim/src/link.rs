@@ -95,26 +95,44 @@ impl DaemonLink {
         let client = match endpoint::connect(&self.socket).await {
             Ok(client) => client,
             Err(_) => {
-                start_daemon(&self.socket).map_err(|e| LinkError::Unreachable(e.to_string()))?;
-                self.wait_for_daemon().await?
+                let started = start_daemon(&self.socket)
+                    .map_err(|e| LinkError::Unreachable(e.to_string()))?;
+                self.wait_for_daemon(started).await?
             }
         };
         *guard = Some(client.clone());
         Ok(client)
     }
 
-    async fn wait_for_daemon(&self) -> Result<DaemonClient<Channel>, LinkError> {
+    /// Wait for the daemon just started to answer. If it exits first (other than because
+    /// another daemon won the race for the socket), say why, from its log.
+    async fn wait_for_daemon(
+        &self,
+        mut started: Started,
+    ) -> Result<DaemonClient<Channel>, LinkError> {
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
             match endpoint::connect(&self.socket).await {
                 Ok(client) => return Ok(client),
                 Err(e) if Instant::now() >= deadline => {
                     return Err(LinkError::Unreachable(format!(
-                        "started amanmcpd but it did not answer within {}s: {e}",
-                        START_TIMEOUT.as_secs()
+                        "started amanmcpd but it did not answer within {}s: {e}{}",
+                        START_TIMEOUT.as_secs(),
+                        started.log_tail()
                     )));
                 }
-                Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+                Err(_) => {
+                    if let Some(code) = started.exited() {
+                        if code != Some(ALREADY_RUNNING_EXIT) {
+                            return Err(LinkError::Unreachable(format!(
+                                "amanmcpd exited at start (code {}){}",
+                                code.map_or("none".to_string(), |c| c.to_string()),
+                                started.log_tail()
+                            )));
+                        }
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await
+                }
             }
         }
     }
@@ -162,14 +180,16 @@ pub fn daemon_binary() -> PathBuf {
 
 /// Start `amanmcpd` detached (own process group, no stdin/stdout, stderr to its log).
 /// A second daemon racing for the same socket exits on its own; that is fine.
-pub fn start_daemon(socket: &Path) -> std::io::Result<()> {
+pub fn start_daemon(socket: &Path) -> std::io::Result<Started> {
     let binary = daemon_binary();
     let data_dir = endpoint::data_dir().map_err(std::io::Error::other)?;
     endpoint::create_private_dir(&data_dir)?;
+    let log_path = data_dir.join("amanmcpd.log");
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(data_dir.join("amanmcpd.log"))?;
+        .open(&log_path)?;
+    let log_start = log.metadata().map_or(0, |m| m.len());
     tracing::info!(binary = %binary.display(), socket = %socket.display(), "starting amanmcpd");
     let mut command = tokio::process::Command::new(&binary);
     command
@@ -182,8 +202,52 @@ pub fn start_daemon(socket: &Path) -> std::io::Result<()> {
         .stderr(Stdio::from(log))
         .process_group(0)
         .kill_on_drop(false);
-    command.spawn().map_err(|e| {
+    let child = command.spawn().map_err(|e| {
         std::io::Error::new(e.kind(), format!("cannot start {}: {e}", binary.display()))
     })?;
-    Ok(())
+    Ok(Started {
+        child,
+        log: log_path,
+        log_start,
+    })
+}
+
+/// `amanmcpd`'s exit code when another daemon already serves the socket.
+const ALREADY_RUNNING_EXIT: i32 = 3;
+
+/// A daemon this shim started, and where its log begins.
+pub struct Started {
+    child: tokio::process::Child,
+    log: PathBuf,
+    log_start: u64,
+}
+
+impl Started {
+    /// `Some(exit code)` once the process has ended.
+    fn exited(&mut self) -> Option<Option<i32>> {
+        self.child
+            .try_wait()
+            .ok()
+            .flatten()
+            .map(|status| status.code())
+    }
+
+    /// The last lines this daemon wrote to its log, as `: line; line`, or "".
+    fn log_tail(&self) -> String {
+        let Ok(text) = std::fs::read(&self.log) else {
+            return String::new();
+        };
+        let start = (self.log_start as usize).min(text.len());
+        let text = String::from_utf8_lossy(&text[start..]);
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        let tail: Vec<String> = lines[lines.len().saturating_sub(2)..]
+            .iter()
+            .map(|l| l.chars().take(300).collect())
+            .collect();
+        if tail.is_empty() {
+            String::new()
+        } else {
+            format!(" (its log {}: {})", self.log.display(), tail.join("; "))
+        }
+    }
 }

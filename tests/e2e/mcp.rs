@@ -437,6 +437,30 @@ fn initialize_is_answered_at_once_even_when_the_daemon_cannot_start() {
 }
 
 #[test]
+fn a_daemon_that_cannot_start_is_reported_at_once_with_its_reason() {
+    let env = TestEnv::new();
+    let root = env.project("proj", &[("auth.py", AUTH_PY)]);
+    // The socket's directory cannot be made: its parent is a regular file.
+    let file = env.path().join("a-file");
+    std::fs::write(&file, "not a directory").unwrap();
+    let socket = file.join("amanmcpd.sock");
+    let mut shim = Shim::start_with(&env, &root, &[("AMANMCP_SOCKET", socket.as_os_str())]);
+    shim.initialize();
+    let started = Instant::now();
+    let reply = shim.call_tool("search", json!({"query": "verify_password"}));
+    assert_eq!(reply["result"]["isError"], json!(true), "{reply}");
+    let text = reply["result"]["content"][0]["text"].as_str().unwrap();
+    // The daemon's own reason, not a timeout.
+    assert!(text.contains("exited at start"), "{text}");
+    assert!(text.to_lowercase().contains("not a directory"), "{text}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
 fn the_shim_exits_promptly_on_stdin_eof() {
     let env = TestEnv::new();
     let root = env.project("proj", &[("auth.py", AUTH_PY)]);
