@@ -122,14 +122,14 @@ impl DaemonLink {
                     )));
                 }
                 Err(_) => {
-                    if let Some(code) = started.exited() {
-                        if code != Some(ALREADY_RUNNING_EXIT) {
-                            return Err(LinkError::Unreachable(format!(
-                                "amanmcpd exited at start (code {}){}",
-                                code.map_or("none".to_string(), |c| c.to_string()),
-                                started.log_tail()
-                            )));
-                        }
+                    if let Some(code) = started.exited()
+                        && code != Some(ALREADY_RUNNING_EXIT)
+                    {
+                        return Err(LinkError::Unreachable(format!(
+                            "amanmcpd exited at start (code {}){}",
+                            code.map_or("none".to_string(), |c| c.to_string()),
+                            started.log_tail()
+                        )));
                     }
                     tokio::time::sleep(Duration::from_millis(20)).await
                 }
