@@ -136,6 +136,38 @@ fn edits_creates_deletes_and_renames_of_files_and_directories_are_seen() {
 }
 
 #[test]
+fn a_directory_swapped_for_a_symlink_and_back_is_reconciled_like_a_delete() {
+    let env = TestEnv::new();
+    let root = env.project(
+        "proj",
+        &[
+            ("d/inner.py", "def insidemarker():\n    return 1\n"),
+            ("keep.py", "def keepmarker():\n    return 2\n"),
+        ],
+    );
+    let outside = env.project(
+        "elsewhere",
+        &[("out.py", "def outsidemarker():\n    return 3\n")],
+    );
+    let mut shim = Shim::start(&env, &root);
+    shim.initialize();
+    shim.search_until("insidemarker", "d/inner.py");
+    std::fs::rename(root.join("d"), root.join("d_old")).unwrap();
+    std::os::unix::fs::symlink(&outside, root.join("d")).unwrap();
+    // The moved files are found under their new name, nothing under the symlink, and
+    // nothing from where it points.
+    eventually(&mut shim, &env, "insidemarker", &["d_old/inner.py"]);
+    eventually(&mut shim, &env, "outsidemarker", &[]);
+    verify_ok(&env, &root);
+    // And back: the symlink replaced by a real directory again.
+    std::fs::remove_file(root.join("d")).unwrap();
+    write(&root, "d/again.py", "def againmarker():\n    return 4\n");
+    eventually(&mut shim, &env, "againmarker", &["d/again.py"]);
+    eventually(&mut shim, &env, "keepmarker", &["keep.py"]);
+    verify_ok(&env, &root);
+}
+
+#[test]
 fn a_storm_of_two_thousand_files_ends_in_one_consistent_index() {
     let env = TestEnv::new();
     let root = env.project(

@@ -129,7 +129,8 @@ pub fn scan_scope(
     on_dir: &mut dyn FnMut(&Path),
 ) -> ScanOutput {
     let mut out = ScanOutput::default();
-    if !start.is_dir() {
+    // Never through a symlink: a directory swapped for one must not lead the walk outside.
+    if !std::fs::symlink_metadata(start).is_ok_and(|m| m.is_dir()) {
         return out;
     }
     for entry in walker(start, max_depth) {

@@ -229,9 +229,10 @@ impl Project {
                 Ok(meta) if meta.is_dir() => {
                     scopes.insert(rel, true);
                 }
-                Ok(_) => {}
-                // Gone: it may have been a directory with indexed files below it.
-                Err(_) => {
+                Ok(meta) if meta.is_file() => {}
+                // Gone, or now a symlink or other non-directory: it may have been a directory
+                // with indexed files below it, which must go (a symlink is never followed).
+                _ => {
                     self.watch.forget_dir(path);
                     scopes.insert(rel, true);
                 }
@@ -248,9 +249,10 @@ impl Project {
         let scopes: Vec<crate::index::pipeline::DirScope> = scopes
             .into_iter()
             .filter(|(rel, _)| {
-                // A vanished directory is re-checked so its files are removed; an existing
-                // one only if the walk would enter it (not ignored, not hidden).
-                !self.root.join(rel).exists()
+                // A vanished directory (or one replaced by a symlink) is re-checked so its
+                // files are removed; a real one only if the walk would enter it (not
+                // ignored, not hidden).
+                !std::fs::symlink_metadata(self.root.join(rel)).is_ok_and(|m| m.is_dir())
                     || crate::files::scan::dir_is_walked(&self.root, rel, &mut walked)
             })
             .map(|(rel, recursive)| crate::index::pipeline::DirScope { rel, recursive })
