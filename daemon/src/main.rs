@@ -59,6 +59,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         Some(path) => std::path::absolute(path)?,
         None => amanmcp_proto::endpoint::data_dir()?,
     };
+    raise_fd_limit();
     let idle_secs: u64 = std::env::var("AMANMCP_IDLE_UNLOAD_SECS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -94,4 +95,27 @@ fn run(args: Args) -> anyhow::Result<()> {
         .build()?;
     runtime.block_on(server::run(config))?;
     Ok(())
+}
+
+/// Raise the soft limit on open files to the hard limit: every project holds LMDB and tantivy
+/// files, and every shim a socket. Logged either way, so a low limit is visible.
+fn raise_fd_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit only read and write the struct passed to them.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return;
+        }
+        let before = limit.rlim_cur;
+        if limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = limit.rlim_max;
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                limit.rlim_cur = before;
+            }
+        }
+        tracing::info!(before, now = limit.rlim_cur, "open files limit");
+    }
 }

@@ -1,5 +1,7 @@
 //! The daemon and amanctl on their own.
 
+use std::time::Duration;
+
 use amanmcp_tests::TestEnv;
 
 #[test]
@@ -175,4 +177,39 @@ fn amanctl_ends_quietly_when_its_reader_goes_away() {
             "{stderr}"
         );
     }
+}
+
+#[test]
+fn the_daemon_raises_its_own_open_files_limit() {
+    use std::os::unix::process::CommandExt;
+    let env = TestEnv::new();
+    let mut command = env.command("amanmcpd");
+    command.stderr(std::process::Stdio::null());
+    // SAFETY: only async-signal-safe calls (getrlimit/setrlimit) between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            let mut limit = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
+            limit.rlim_cur = 64;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+            Ok(())
+        });
+    }
+    let mut child = command.spawn().unwrap();
+    env.wait_for(Duration::from_secs(20), "the daemon to listen", || {
+        env.daemon_pid() == Some(child.id() as i32)
+    });
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", child.id())).unwrap();
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    let soft: u64 = line.split_whitespace().nth(3).unwrap().parse().unwrap();
+    let hard: u64 = line.split_whitespace().nth(4).unwrap().parse().unwrap();
+    assert!(soft > 64 && soft == hard, "{line}");
+    let _ = child.kill();
+    let _ = child.wait();
 }
