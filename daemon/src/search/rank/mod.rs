@@ -70,6 +70,10 @@ pub struct Profile {
     pub wants_secondary: bool,
 }
 
+/// A query word may name this many candidate files (or a quarter of them) and still count
+/// as naming one.
+const MIN_NAMED_FILES: usize = 3;
+
 /// Words longer than this many characters count as a pasted issue.
 const ISSUE_WORDS: usize = 40;
 
@@ -172,11 +176,15 @@ pub fn rank(
         .map(|h| h.score)
         .fold(f32::MIN, f32::max)
         .max(f32::EPSILON);
+    let file_words = naming_words(profile, &hits);
     let mut scored: Vec<(f32, LexicalHit)> = hits
         .into_iter()
         .map(|hit| {
             let base = (hit.score / best).max(0.0);
-            (base * evidence(profile, &hit, definitions), hit)
+            (
+                base * evidence(profile, &file_words, &hit, definitions),
+                hit,
+            )
         })
         .collect();
     // File evidence: each chunk gains a share of its file's other chunks' scores, with
@@ -224,8 +232,42 @@ fn sort(scored: &mut [(f32, LexicalHit)]) {
     scored.sort_by(|a, b| b.0.total_cmp(&a.0));
 }
 
+/// The query words that tell files apart by name: those naming at most a quarter of the
+/// candidates' files (at least [`MIN_NAMED_FILES`]). A word naming most files (`http` among
+/// `Http*.kt`) says nothing about which one is meant.
+fn naming_words<'p>(profile: &'p Profile, hits: &[LexicalHit]) -> Vec<&'p str> {
+    let mut files: Vec<&str> = hits.iter().map(|h| h.path.as_str()).collect();
+    files.sort_unstable();
+    files.dedup();
+    let parts: Vec<(String, Vec<String>)> = files
+        .iter()
+        .map(|f| {
+            let (_, stem) = path_parts(f);
+            (stem, stem_words(f))
+        })
+        .collect();
+    let most = (files.len() / 4).max(MIN_NAMED_FILES);
+    profile
+        .words
+        .iter()
+        .filter(|w| {
+            let named = parts
+                .iter()
+                .filter(|(stem, words)| names_file(w, stem, words))
+                .count();
+            named <= most
+        })
+        .map(String::as_str)
+        .collect()
+}
+
 /// The product of the factors that apply to `hit`.
-fn evidence(profile: &Profile, hit: &LexicalHit, definitions: &dyn Definitions) -> f32 {
+fn evidence(
+    profile: &Profile,
+    file_words: &[&str],
+    hit: &LexicalHit,
+    definitions: &dyn Definitions,
+) -> f32 {
     let mut factor = 1.0;
     // The index is read only when a rule below can use what it says.
     let defined = if !profile.names.is_empty() || profile.kind == QueryKind::Prose {
@@ -249,7 +291,8 @@ fn evidence(profile: &Profile, hit: &LexicalHit, definitions: &dyn Definitions) 
         factor *= DEFINES_WORDS;
     }
     let (dirs, stem) = path_parts(&hit.path);
-    if profile.words.iter().any(|w| names_file(w, &stem)) {
+    let words = stem_words(&hit.path);
+    if file_words.iter().any(|w| names_file(w, &stem, &words)) {
         factor *= FILE_NAMED;
     } else if profile
         .words
@@ -364,19 +407,58 @@ fn singular(word: &str) -> &str {
         .unwrap_or(word)
 }
 
-/// Whether query word `word` names a file with stem `stem`: equal, equal but for a plural,
-/// or one a prefix of the other (at least 4 letters: `serialize` / `serializer`), or the
-/// stem's words (`multi_thread`, `json-parser`) include it.
-fn names_file(word: &str, stem: &str) -> bool {
+/// The words of a file's name, lowercase: split at `_`, `-` and CamelCase humps
+/// (`HttpCallValidator.kt` -> [http, call, validator], `multi_thread.rs` -> [multi, thread]).
+fn stem_words(path: &str) -> Vec<String> {
+    let file = path.rsplit('/').next().unwrap_or(path);
+    let stem = file.split('.').next().unwrap_or(file);
+    let mut out = Vec::new();
+    for part in stem.split(['_', '-']).filter(|p| !p.is_empty()) {
+        let mut word = String::new();
+        let chars: Vec<char> = part.chars().collect();
+        for (i, &c) in chars.iter().enumerate() {
+            let hump = c.is_uppercase()
+                && i > 0
+                && (chars[i - 1].is_lowercase()
+                    || chars.get(i + 1).is_some_and(|n| n.is_lowercase())
+                        && chars[i - 1].is_uppercase());
+            if hump && !word.is_empty() {
+                out.push(std::mem::take(&mut word));
+            }
+            word.extend(c.to_lowercase());
+        }
+        if !word.is_empty() {
+            out.push(word);
+        }
+    }
+    out
+}
+
+/// `word` without a verb ending, `-ing` or `-ed` (`watching` -> `watch`, `spawned` ->
+/// `spawn`, `scheduled` -> `schedul`, a prefix of `schedule`), when enough is left.
+fn ungerund(word: &str) -> &str {
+    word.strip_suffix("ing")
+        .or_else(|| word.strip_suffix("ed"))
+        .filter(|w| w.len() >= 4)
+        .unwrap_or(word)
+}
+
+/// Whether query word `word` names a file with stem `stem` (words `stem_words`): equal,
+/// equal but for a plural or a gerund, one a prefix of the other (at least 4 letters:
+/// `serialize` / `serializer`), or one of the name's several words (`multi_thread`,
+/// `HttpTimeout`) is it.
+fn names_file(word: &str, stem: &str, stem_words: &[String]) -> bool {
     if stem.is_empty() || word.len() < 3 {
         return false;
     }
-    let stem_words: Vec<&str> = stem.split(['_', '-']).filter(|s| !s.is_empty()).collect();
-    let w = singular(word);
+    let w = ungerund(singular(word));
     let s = singular(stem);
     w == s
         || (w.len() >= 4 && s.len() >= 4 && (s.starts_with(w) || w.starts_with(s)))
-        || (stem_words.len() > 1 && stem_words.iter().any(|p| singular(p) == w))
+        || (stem_words.len() > 1
+            && stem_words
+                .iter()
+                .any(|p| p.len() >= 3 && (singular(p) == w || singular(p) == singular(word))))
 }
 
 /// Tests, examples, docs, benchmarks, fixtures, vendored or generated code, by path.

@@ -119,9 +119,22 @@ fn a_file_named_by_a_query_word_ranks_higher() {
         order("broadcast channel receivers", hits, Symbols(vec![])),
         ["src/sync/broadcast.rs", "src/sync/mpsc.rs"]
     );
-    assert!(names_file("serializers", "serializer"));
-    assert!(names_file("thread", "multi_thread"));
-    assert!(!names_file("io", "iolib"));
+    let named = |word: &str, path: &str| {
+        let (_, stem) = path_parts(path);
+        names_file(word, &stem, &stem_words(path))
+    };
+    assert!(named("serializers", "src/serializer.rs"));
+    assert!(named("thread", "rt/multi_thread.rs"));
+    assert!(!named("io", "iolib.c"));
+    assert!(named("timeouts", "plugins/HttpTimeout.kt"));
+    assert!(named("watching", "sync/watch.rs"));
+    assert!(named("spawned", "task/spawn.rs"));
+    assert!(named("scheduled", "runtime/schedule.rs"));
+    assert!(named("validator", "HttpCallValidator.kt"));
+    assert_eq!(
+        stem_words("a/HTTPServerError.java"),
+        ["http", "server", "error"]
+    );
 }
 
 #[test]
