@@ -118,13 +118,8 @@ pub fn optional_integer(
     }
 }
 
-/// The `mode` argument: `hybrid` (default), `lexical` or `semantic`.
+/// The `mode` argument as given (`""` when absent). Which modes exist is the daemon's rule,
+/// checked there once; its refusal comes back naming `mode`.
 pub fn optional_mode(args: &JsonObject) -> Result<String, ToolError> {
-    let mode = optional_string(args, "mode")?.unwrap_or_default();
-    match mode.as_str() {
-        "" | "hybrid" | "lexical" | "semantic" => Ok(mode),
-        other => Err(ToolError::Argument(format!(
-            "argument `mode` must be one of hybrid, lexical, semantic (got {other:?})"
-        ))),
-    }
+    Ok(optional_string(args, "mode")?.unwrap_or_default())
 }
