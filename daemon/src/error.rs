@@ -65,6 +65,10 @@ pub enum IndexError {
     /// The project's writer thread is gone.
     #[error("the index writer for {0} has stopped")]
     WriterGone(PathBuf),
+    /// A commit since the last flush failed and its changes were dropped; the next pass
+    /// re-reads what they held.
+    #[error("an earlier commit failed, its changes were dropped: {0}")]
+    EarlierCommit(String),
 }
 
 impl IndexError {
@@ -73,6 +77,52 @@ impl IndexError {
         IndexError::Vectors {
             path: path.to_path_buf(),
             source,
+        }
+    }
+
+    /// What the user can do about this error, when its cause is one they can fix: a full
+    /// disk, a read-only data directory, too many open files.
+    pub fn hint(&self) -> Option<&'static str> {
+        let mut source: Option<&(dyn std::error::Error + 'static)> = Some(self);
+        while let Some(error) = source {
+            if let Some(io) = error.downcast_ref::<std::io::Error>() {
+                return match io.raw_os_error() {
+                    Some(libc::ENOSPC) | Some(libc::EDQUOT) => {
+                        Some("disk full: free space on the data directory's disk")
+                    }
+                    Some(libc::EROFS) | Some(libc::EACCES) | Some(libc::EPERM) => {
+                        Some("the data directory is not writable: check its mount and permissions")
+                    }
+                    Some(libc::EMFILE) | Some(libc::ENFILE) => {
+                        Some("out of file descriptors: raise the open-files limit (ulimit -n)")
+                    }
+                    _ => None,
+                };
+            }
+            if let Some(heed::Error::Mdb(heed::MdbError::MapFull)) =
+                error.downcast_ref::<heed::Error>()
+            {
+                return Some("the index map is full");
+            }
+            source = error.source();
+        }
+        let text = self.to_string();
+        if text.contains("No space left") {
+            Some("disk full: free space on the data directory's disk")
+        } else if text.contains("Read-only file system") {
+            Some("the data directory is not writable: check its mount and permissions")
+        } else if text.contains("Too many open files") {
+            Some("out of file descriptors: raise the open-files limit (ulimit -n)")
+        } else {
+            None
+        }
+    }
+
+    /// The message for status and logs: the hint first when there is one, then the error.
+    pub fn explained(&self) -> String {
+        match self.hint() {
+            Some(hint) => format!("{hint} ({self})"),
+            None => self.to_string(),
         }
     }
 

@@ -432,3 +432,46 @@ fn an_unreadable_index_is_rebuilt_automatically_and_says_so() {
     shim.initialize();
     assert_eq!(hits(&mut shim, "rebuiltmarker"), ["a.py"]);
 }
+
+#[test]
+fn a_full_disk_is_reported_and_repaired_once_it_clears() {
+    let env = TestEnv::new();
+    let flag = env.path().join("disk-is-full");
+    let root = env.project("proj", &[("a.py", "def firstmarker():\n    pass\n")]);
+    // The shim starts the daemon (its log then goes to the data directory) with the hook.
+    let mut shim = Shim::start_with(
+        &env,
+        &root,
+        &[("AMANMCP_FAIL_WRITES_WHILE", flag.as_os_str())],
+    );
+    shim.initialize();
+    shim.search_until("firstmarker", "a.py");
+
+    // Every commit now fails as on a full disk; edits keep coming.
+    std::fs::write(&flag, "").unwrap();
+    std::fs::write(root.join("a.py"), "def secondmarker():\n    pass\n").unwrap();
+    std::fs::write(root.join("b.py"), "def thirdmarker():\n    pass\n").unwrap();
+    env.wait_for(Duration::from_secs(30), "the failure in the status", || {
+        let status = project_status(&env);
+        status["last_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("disk full"))
+    });
+    let status = project_status(&env);
+    assert_ne!(status["state"], "ready", "{status}");
+
+    // The cause clears: the daemon repairs on its own, and only then says ready.
+    std::fs::remove_file(&flag).unwrap();
+    env.wait_for(Duration::from_secs(60), "the repair", || {
+        let status = project_status(&env);
+        status["state"] == "ready" && status["last_error"].is_null()
+    });
+    verify_ok(&env, &root, "after the repair");
+    assert_eq!(hits(&mut shim, "secondmarker"), ["a.py"]);
+    assert_eq!(hits(&mut shim, "thirdmarker"), ["b.py"]);
+    assert!(hits(&mut shim, "firstmarker").is_empty());
+    // One log line per cause, not one per failed commit.
+    let log = env.daemon_log();
+    let lines = log.matches("index commit failed").count();
+    assert!((1..=3).contains(&lines), "{lines} failure lines:\n{log}");
+}

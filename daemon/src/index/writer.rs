@@ -129,6 +129,8 @@ pub fn spawn(
                 lexical_paths: HashSet::new(),
                 first_staged: None,
                 interval: COMMIT_INTERVAL,
+                failed_since_flush: None,
+                last_logged: None,
             }
             .run(rx)
         })
@@ -157,6 +159,11 @@ struct Writer {
     first_staged: Option<Instant>,
     /// The current commit interval (see [`MAX_COMMIT_INTERVAL`]).
     interval: Duration,
+    /// A commit failed since the last flush: its changes were dropped, so the flush that
+    /// ends a pass must fail too (a pass over dropped changes is not `ready`).
+    failed_since_flush: Option<String>,
+    /// The last failure logged, and when: the same cause is logged once a minute.
+    last_logged: Option<(String, Instant)>,
 }
 
 impl Writer {
@@ -169,12 +176,22 @@ impl Writer {
             match op {
                 Ok(WriteOp::Flush(ack)) => {
                     self.interval = COMMIT_INTERVAL;
-                    let outcome = self.commit();
+                    let outcome = match self.commit() {
+                        Ok(()) => match self.failed_since_flush.take() {
+                            Some(earlier) => Err(IndexError::EarlierCommit(earlier)),
+                            None => Ok(()),
+                        },
+                        Err(e) => {
+                            self.fail(&e);
+                            self.failed_since_flush = None;
+                            Err(e)
+                        }
+                    };
                     let _ = ack.send(outcome);
                 }
                 Ok(op) => {
                     if let Err(e) = self.stage(op) {
-                        self.fail(e);
+                        self.fail(&e);
                     }
                     // Ops may flow without pause, so the interval is checked here too, not
                     // only when the channel goes quiet.
@@ -264,13 +281,24 @@ impl Writer {
 
     fn commit_or_fail(&mut self) {
         if let Err(e) = self.commit() {
-            self.fail(e);
+            self.fail(&e);
         }
     }
 
-    fn fail(&mut self, e: IndexError) {
-        tracing::error!(error = %e, "index commit failed; pending changes dropped");
-        self.index.progress.set_error(e.to_string());
+    /// Drop what is staged after a failed commit, record the failure (for status and for
+    /// the next flush) and log it, once a minute per cause.
+    fn fail(&mut self, e: &IndexError) {
+        let message = e.explained();
+        let repeated = self
+            .last_logged
+            .as_ref()
+            .is_some_and(|(last, at)| *last == message && at.elapsed() < Duration::from_secs(60));
+        if !repeated {
+            tracing::error!(error = %message, "index commit failed; pending changes dropped");
+            self.last_logged = Some((message.clone(), Instant::now()));
+        }
+        self.index.progress.set_error(message.clone());
+        self.failed_since_flush = Some(message);
         let _ = self.writer.rollback();
         self.staged.clear();
         self.lexical_paths.clear();
@@ -282,6 +310,7 @@ impl Writer {
         if self.staged.is_empty() {
             return Ok(());
         }
+        injected_failure(self.index.lexical.dir())?;
         let store = &self.index.store;
         let started = Instant::now();
         let n_staged = self.staged.len();
@@ -325,6 +354,22 @@ impl Writer {
             "committed"
         );
         Ok(())
+    }
+}
+
+/// Test hook: while the file named by `AMANMCP_FAIL_WRITES_WHILE` exists, every commit fails
+/// as a full disk would (`ENOSPC`), so tests can watch a failure be reported and repaired
+/// once the cause clears (a full disk or a read-only mount cannot be made without
+/// privileges, and root ignores permissions).
+fn injected_failure(dir: &std::path::Path) -> Result<(), IndexError> {
+    static FLAG: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
+    let flag = FLAG.get_or_init(|| std::env::var_os("AMANMCP_FAIL_WRITES_WHILE").map(Into::into));
+    match flag {
+        Some(flag) if flag.exists() => Err(IndexError::io(
+            dir,
+            std::io::Error::from_raw_os_error(libc::ENOSPC),
+        )),
+        _ => Ok(()),
     }
 }
 

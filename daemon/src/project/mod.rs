@@ -49,6 +49,8 @@ pub struct Project {
     update_lock: Mutex<()>,
     watch: ProjectWatch,
     poller_started: AtomicBool,
+    /// Seconds before a failed pass is tried again (doubling to a minute; 0 after success).
+    retry_secs: std::sync::atomic::AtomicU64,
     last_used_ms: AtomicU64,
     search: SearchConfig,
     embed_stop: Arc<AtomicBool>,
@@ -162,6 +164,7 @@ impl Project {
             update_lock: Mutex::new(()),
             watch: ProjectWatch::start(watch_config, project_root, changes_tx),
             poller_started: AtomicBool::new(false),
+            retry_secs: std::sync::atomic::AtomicU64::new(0),
             last_used_ms: AtomicU64::new(now_ms()),
             search,
             embed_stop,
@@ -277,7 +280,13 @@ impl Project {
                 "applied file events"
             ),
             // Counts are refreshed by the writer's commit (there is none when nothing changed).
-            Err(error) => self.index.progress.set_error(error.to_string()),
+            // A failed update leaves LMDB behind the disk: a full pass repairs it.
+            Err(error) => {
+                self.index.progress.set_error(error.explained());
+                drop(_guard);
+                self.start_reconcile();
+                return;
+            }
         }
         drop(_guard);
         self.ensure_poller();
@@ -359,13 +368,37 @@ impl Project {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner()) = None;
                 progress.set_state(IndexState::Ready);
+                self.retry_secs.store(0, Ordering::Relaxed);
             }
             Err(error) => {
-                tracing::error!(root = %self.root.display(), %error, "indexing pass failed");
-                progress.set_error(error.to_string());
+                let message = error.explained();
+                tracing::error!(root = %self.root.display(), error = %message, "indexing pass failed");
+                progress.set_error(message);
+                self.retry_later();
             }
         }
         progress.pass_finished();
+    }
+
+    /// After a failed pass, run another once the cause may have cleared: in 1 s, then 2, 4,
+    /// ... up to a minute between tries, while the project is loaded. The pass re-reads
+    /// every file whose LMDB record does not match the disk, which is what the failure
+    /// left behind.
+    fn retry_later(self: &Arc<Self>) {
+        let secs = match self.retry_secs.load(Ordering::Relaxed) {
+            0 => 1,
+            n => (n * 2).min(60),
+        };
+        self.retry_secs.store(secs, Ordering::Relaxed);
+        let weak = Arc::downgrade(self);
+        let _ = std::thread::Builder::new()
+            .name("amanmcp-retry".into())
+            .spawn(move || {
+                std::thread::sleep(std::time::Duration::from_secs(secs));
+                if let Some(project) = weak.upgrade() {
+                    project.start_reconcile();
+                }
+            });
     }
 
     /// Search the project. Answers from whatever is committed, even mid-pass.
