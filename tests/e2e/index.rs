@@ -1,11 +1,10 @@
 //! Indexing over the real daemon: incremental updates, crashes, hostile trees, rebuilds.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::Duration;
 
 use amanmcp_tests::{Shim, TestEnv};
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// A small deterministic generator (no test may depend on wall-clock randomness).
 struct Lcg(u64);
@@ -21,44 +20,6 @@ impl Lcg {
     fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
-}
-
-fn amanctl(env: &TestEnv, args: &[&str], root: &Path) -> (bool, String) {
-    let out = env
-        .command("amanctl")
-        .args(args)
-        .arg(root)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
-}
-
-fn verify_ok(env: &TestEnv, root: &Path, when: &str) {
-    let (ok, text) = amanctl(env, &["verify"], root);
-    assert!(
-        ok && text.starts_with("ok:"),
-        "verify {when}:\n{text}\ndaemon log:\n{}",
-        env.daemon_log()
-    );
-}
-
-fn project_status(env: &TestEnv) -> Value {
-    let (running, status) = env.status();
-    assert!(running, "{status}");
-    status["projects"][0].clone()
-}
-
-fn hits(shim: &mut Shim, query: &str) -> Vec<String> {
-    let reply = shim.call_tool(
-        "search",
-        json!({"query": query, "limit": 50, "mode": "lexical"}),
-    );
-    amanmcp_tests::result_paths(&reply)
 }
 
 #[test]
@@ -84,9 +45,12 @@ fn incremental_updates_touch_only_what_changed_and_leave_no_trace() {
     );
     // This test is about reconcile passes: no file watcher may apply the edits first.
     let mut daemon = env.start_daemon_with(&[("AMANMCP_WATCH", "0")]);
-    let (ok, text) = amanctl(&env, &["index"], &root);
+    let (ok, text) = {
+        let ran = env.amanctl_on(&root, &["index"]);
+        (ran.ok(), ran.text())
+    };
     assert!(ok, "{text}");
-    assert_eq!(project_status(&env)["last_pass_changed"], 4);
+    assert_eq!(env.project_status()["last_pass_changed"], 4);
 
     std::fs::write(
         root.join("edit.py"),
@@ -101,9 +65,12 @@ fn incremental_updates_touch_only_what_changed_and_leave_no_trace() {
         "def added_function():\n    return 'freshtoken'\n",
     )
     .unwrap();
-    let (ok, text) = amanctl(&env, &["index"], &root);
+    let (ok, text) = {
+        let ran = env.amanctl_on(&root, &["index"]);
+        (ran.ok(), ran.text())
+    };
     assert!(ok, "{text}");
-    let status = project_status(&env);
+    let status = env.project_status();
     assert_eq!(
         status["last_pass_changed"], 3,
         "edit, rename target, add: {status}"
@@ -113,16 +80,16 @@ fn incremental_updates_touch_only_what_changed_and_leave_no_trace() {
         "delete, rename source: {status}"
     );
     assert_eq!(status["files"], 4);
-    verify_ok(&env, &root, "after updates");
+    env.verify_ok(&root, "after updates");
 
     let mut shim = Shim::start(&env, &root);
     shim.initialize();
-    assert_eq!(hits(&mut shim, "betatoken"), ["edit.py"]);
-    assert!(hits(&mut shim, "alphatoken").is_empty());
-    assert!(hits(&mut shim, "gonetoken").is_empty());
-    assert!(hits(&mut shim, "deletedfunction").is_empty());
-    assert_eq!(hits(&mut shim, "movedtoken"), ["new/name.py"]);
-    assert_eq!(hits(&mut shim, "freshtoken"), ["added.py"]);
+    assert_eq!(shim.lexical_paths("betatoken"), ["edit.py"]);
+    assert!(shim.lexical_paths("alphatoken").is_empty());
+    assert!(shim.lexical_paths("gonetoken").is_empty());
+    assert!(shim.lexical_paths("deletedfunction").is_empty());
+    assert_eq!(shim.lexical_paths("movedtoken"), ["new/name.py"]);
+    assert_eq!(shim.lexical_paths("freshtoken"), ["added.py"]);
     let reply = shim.call_tool("lookup", json!({"symbol": "renamed_function"}));
     let matches = reply["result"]["structuredContent"]["matches"]
         .as_array()
@@ -134,9 +101,12 @@ fn incremental_updates_touch_only_what_changed_and_leave_no_trace() {
     // reads nothing.
     let content = std::fs::read(root.join("keep.py")).unwrap();
     std::fs::write(root.join("keep.py"), content).unwrap();
-    let (ok, _) = amanctl(&env, &["index"], &root);
+    let (ok, _) = {
+        let ran = env.amanctl_on(&root, &["index"]);
+        (ran.ok(), ran.text())
+    };
     assert!(ok);
-    let status = project_status(&env);
+    let status = env.project_status();
     assert_eq!(
         (
             status["last_pass_changed"].as_u64(),
@@ -144,7 +114,7 @@ fn incremental_updates_touch_only_what_changed_and_leave_no_trace() {
         ),
         (Some(0), Some(0))
     );
-    verify_ok(&env, &root, "after a touch");
+    env.verify_ok(&root, "after a touch");
     daemon.kill().unwrap();
     daemon.wait().unwrap();
 }
@@ -214,7 +184,10 @@ fn the_index_survives_sigkill_at_random_points_during_indexing_and_updates() {
             }
         }
         let mut daemon = env.start_daemon();
-        let (ok, text) = amanctl(&env, &["index", "--no-wait"], &root);
+        let (ok, text) = {
+            let ran = env.amanctl_on(&root, &["index", "--no-wait"]);
+            (ran.ok(), ran.text())
+        };
         assert!(ok, "{text}");
         std::thread::sleep(Duration::from_millis(rng.below(1500)));
         daemon.kill().unwrap();
@@ -222,7 +195,7 @@ fn the_index_survives_sigkill_at_random_points_during_indexing_and_updates() {
         if round % 4 == 3 {
             // After a crash the index opens, reconciles and is consistent.
             let mut daemon = env.start_daemon();
-            verify_ok(&env, &root, &format!("after crash round {round}"));
+            env.verify_ok(&root, &format!("after crash round {round}"));
             daemon.kill().unwrap();
             daemon.wait().unwrap();
         }
@@ -241,7 +214,10 @@ fn the_index_survives_sigkill_at_random_points_during_indexing_and_updates() {
     env.wait_for(Duration::from_secs(20), "the daemon to listen", || {
         env.daemon_pid().is_some()
     });
-    let _ = amanctl(&env, &["index", "--no-wait"], &root);
+    let _ = {
+        let ran = env.amanctl_on(&root, &["index", "--no-wait"]);
+        (ran.ok(), ran.text())
+    };
     let status = crashing.wait().unwrap();
     assert!(!status.success(), "the crash point must abort the daemon");
     let log = std::fs::File::create(env.path().join("recover.log")).unwrap();
@@ -249,13 +225,13 @@ fn the_index_survives_sigkill_at_random_points_during_indexing_and_updates() {
     env.wait_for(Duration::from_secs(20), "the daemon to listen", || {
         env.daemon_pid().is_some()
     });
-    verify_ok(&env, &root, "at the end");
+    env.verify_ok(&root, "at the end");
     let recover_log = std::fs::read_to_string(env.path().join("recover.log")).unwrap();
     assert!(
         recover_log.contains("recovered an interrupted commit"),
         "{recover_log}"
     );
-    let status = project_status(&env);
+    let status = env.project_status();
     assert_eq!(status["files"], files.len() as u64, "{status}");
 
     let mut shim = Shim::start(&env, &root);
@@ -265,12 +241,12 @@ fn the_index_survives_sigkill_at_random_points_during_indexing_and_updates() {
     for _ in 0..25 {
         let (path, (id, version)) = paths[sample.below(paths.len() as u64) as usize];
         assert_eq!(
-            hits(&mut shim, &format!("zq{id}zv{version}")),
+            shim.lexical_paths(&format!("zq{id}zv{version}")),
             std::slice::from_ref(path)
         );
     }
     for token in removed_tokens.iter().step_by(7) {
-        assert!(hits(&mut shim, token).is_empty(), "{token} is stale");
+        assert!(shim.lexical_paths(token).is_empty(), "{token} is stale");
     }
     daemon.kill().unwrap();
     daemon.wait().unwrap();
@@ -347,15 +323,21 @@ fn hostile_trees_are_indexed_without_hanging_or_panicking() {
             let _ = std::fs::remove_file(vanish_root.join(format!("tmp/vanish_{i}.py")));
         }
     });
-    let (ok, text) = amanctl(&env, &["index"], &root);
+    let (ok, text) = {
+        let ran = env.amanctl_on(&root, &["index"]);
+        (ran.ok(), ran.text())
+    };
     vanisher.join().unwrap();
     assert!(ok, "{text}\n{}", env.daemon_log());
     // Reconcile what vanished, then everything must be consistent.
-    let (ok, text) = amanctl(&env, &["index"], &root);
+    let (ok, text) = {
+        let ran = env.amanctl_on(&root, &["index"]);
+        (ran.ok(), ran.text())
+    };
     assert!(ok, "{text}");
-    verify_ok(&env, &root, "hostile tree");
+    env.verify_ok(&root, "hostile tree");
 
-    let status = project_status(&env);
+    let status = env.project_status();
     let skipped = &status["skipped"];
     for reason in ["too_large", "binary", "long_lines", "secret"] {
         assert!(
@@ -364,13 +346,13 @@ fn hostile_trees_are_indexed_without_hanging_or_panicking() {
         );
     }
     env.wait_ready();
-    assert_eq!(project_status(&env)["state"], "ready");
+    assert_eq!(env.project_status()["state"], "ready");
 
     let mut shim = Shim::start(&env, &root);
     shim.initialize();
-    assert_eq!(hits(&mut shim, "findablemarker"), ["ok.py"]);
-    assert_eq!(hits(&mut shim, "latinmarker"), ["latin1.py"]);
-    assert_eq!(hits(&mut shim, "deepmarker").len(), 1);
+    assert_eq!(shim.lexical_paths("findablemarker"), ["ok.py"]);
+    assert_eq!(shim.lexical_paths("latinmarker"), ["latin1.py"]);
+    assert_eq!(shim.lexical_paths("deepmarker").len(), 1);
     for absent in [
         "outsidemarker",
         "envmarker",
@@ -380,7 +362,7 @@ fn hostile_trees_are_indexed_without_hanging_or_panicking() {
         "longmarker",
     ] {
         assert!(
-            hits(&mut shim, absent).is_empty(),
+            shim.lexical_paths(absent).is_empty(),
             "{absent} must not be indexed"
         );
     }
@@ -396,7 +378,10 @@ fn hostile_trees_are_indexed_without_hanging_or_panicking() {
 fn an_unreadable_index_is_rebuilt_automatically_and_says_so() {
     let env = TestEnv::new();
     let root = env.project("proj", &[("a.py", "def rebuiltmarker():\n    pass\n")]);
-    let (ok, text) = amanctl(&env, &["index"], &root);
+    let (ok, text) = {
+        let ran = env.amanctl_on(&root, &["index"]);
+        (ran.ok(), ran.text())
+    };
     assert!(ok, "{text}");
     env.stop_daemon();
     // Corrupt both stores the way an older or damaged format would look.
@@ -408,29 +393,35 @@ fn an_unreadable_index_is_rebuilt_automatically_and_says_so() {
         .unwrap()
         .path();
     std::fs::write(dir.join("tantivy/meta.json"), b"{ not tantivy").unwrap();
-    let (ok, text) = amanctl(&env, &["index"], &root);
+    let (ok, text) = {
+        let ran = env.amanctl_on(&root, &["index"]);
+        (ran.ok(), ran.text())
+    };
     assert!(ok, "{text}\n{}", env.daemon_log());
-    let status = project_status(&env);
+    let status = env.project_status();
     assert!(
         status["notice"].as_str().unwrap_or("").contains("rebuilt"),
         "{status}"
     );
-    verify_ok(&env, &root, "after rebuild");
+    env.verify_ok(&root, "after rebuild");
 
     env.stop_daemon();
     std::fs::write(dir.join("lmdb/data.mdb"), vec![0xAB; 64 * 1024]).unwrap();
-    let (ok, text) = amanctl(&env, &["index"], &root);
+    let (ok, text) = {
+        let ran = env.amanctl_on(&root, &["index"]);
+        (ran.ok(), ran.text())
+    };
     assert!(ok, "{text}\n{}", env.daemon_log());
     assert!(
-        project_status(&env)["notice"]
+        env.project_status()["notice"]
             .as_str()
             .unwrap_or("")
             .contains("rebuilt")
     );
-    verify_ok(&env, &root, "after LMDB rebuild");
+    env.verify_ok(&root, "after LMDB rebuild");
     let mut shim = Shim::start(&env, &root);
     shim.initialize();
-    assert_eq!(hits(&mut shim, "rebuiltmarker"), ["a.py"]);
+    assert_eq!(shim.lexical_paths("rebuiltmarker"), ["a.py"]);
 }
 
 #[test]
@@ -452,24 +443,24 @@ fn a_full_disk_is_reported_and_repaired_once_it_clears() {
     std::fs::write(root.join("a.py"), "def secondmarker():\n    pass\n").unwrap();
     std::fs::write(root.join("b.py"), "def thirdmarker():\n    pass\n").unwrap();
     env.wait_for(Duration::from_secs(30), "the failure in the status", || {
-        let status = project_status(&env);
+        let status = env.project_status();
         status["last_error"]
             .as_str()
             .is_some_and(|e| e.contains("disk full"))
     });
-    let status = project_status(&env);
+    let status = env.project_status();
     assert_ne!(status["state"], "ready", "{status}");
 
     // The cause clears: the daemon repairs on its own, and only then says ready.
     std::fs::remove_file(&flag).unwrap();
     env.wait_for(Duration::from_secs(60), "the repair", || {
-        let status = project_status(&env);
+        let status = env.project_status();
         status["state"] == "ready" && status["last_error"].is_null()
     });
-    verify_ok(&env, &root, "after the repair");
-    assert_eq!(hits(&mut shim, "secondmarker"), ["a.py"]);
-    assert_eq!(hits(&mut shim, "thirdmarker"), ["b.py"]);
-    assert!(hits(&mut shim, "firstmarker").is_empty());
+    env.verify_ok(&root, "after the repair");
+    assert_eq!(shim.lexical_paths("secondmarker"), ["a.py"]);
+    assert_eq!(shim.lexical_paths("thirdmarker"), ["b.py"]);
+    assert!(shim.lexical_paths("firstmarker").is_empty());
     // One log line per cause, not one per failed commit.
     let log = env.daemon_log();
     let lines = log.matches("index commit failed").count();

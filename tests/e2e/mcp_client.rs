@@ -24,13 +24,9 @@ fn write_configs(env: &TestEnv, root: &Path) {
     let _ = env;
 }
 
-fn amanctl(env: &TestEnv, args: &[&str]) -> (i32, String, String) {
-    let out = env.command("amanctl").args(args).output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+fn amanctl_parts(env: &TestEnv, args: &[&str]) -> (i32, String, String) {
+    let ran = env.amanctl(args);
+    (ran.code, ran.stdout, ran.stderr)
 }
 
 #[test]
@@ -40,7 +36,7 @@ fn amanctl_mcp_check_and_call_use_the_projects_configured_servers() {
     write_configs(&env, &root);
     let root_arg = root.to_str().unwrap();
 
-    let (code, out, err) = amanctl(&env, &["mcp", "check", root_arg]);
+    let (code, out, err) = amanctl_parts(&env, &["mcp", "check", root_arg]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains(".mcp.json: 2 server(s)"), "{out}");
     assert!(
@@ -53,7 +49,7 @@ fn amanctl_mcp_check_and_call_use_the_projects_configured_servers() {
         "{out}"
     );
 
-    let (code, out, err) = amanctl(
+    let (code, out, err) = amanctl_parts(
         &env,
         &[
             "mcp",
@@ -68,7 +64,7 @@ fn amanctl_mcp_check_and_call_use_the_projects_configured_servers() {
     assert_eq!((code, out.trim()), (0, "hello there"), "{err}");
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     loop {
-        let (code, out, err) = amanctl(
+        let (code, out, err) = amanctl_parts(
             &env,
             &[
                 "mcp",
@@ -87,19 +83,19 @@ fn amanctl_mcp_check_and_call_use_the_projects_configured_servers() {
         assert!(std::time::Instant::now() < deadline, "{out}");
         std::thread::sleep(Duration::from_millis(100));
     }
-    let (code, _, err) = amanctl(
+    let (code, _, err) = amanctl_parts(
         &env,
         &["mcp", "call", "echo", "fail", "{}", "--project", root_arg],
     );
     assert_eq!(code, 1);
     assert!(err.contains("tool `fail` on `echo` failed"), "{err}");
-    let (code, _, err) = amanctl(
+    let (code, _, err) = amanctl_parts(
         &env,
         &["mcp", "call", "nobody", "echo", "{}", "--project", root_arg],
     );
     assert_eq!(code, 1);
     assert!(err.contains("no server named `nobody`"), "{err}");
-    let (code, _, err) = amanctl(
+    let (code, _, err) = amanctl_parts(
         &env,
         &["mcp", "call", "echo", "echo", "[1]", "--project", root_arg],
     );
@@ -113,7 +109,7 @@ fn amanctl_mcp_check_and_call_use_the_projects_configured_servers() {
         r#"{"mcpServers": {"remote": {"url": "http://127.0.0.1:9/mcp"}, "missing": {"command": "/no/such/server"}}}"#,
     )
     .unwrap();
-    let (code, out, _) = amanctl(&env, &["mcp", "check", root_arg]);
+    let (code, out, _) = amanctl_parts(&env, &["mcp", "check", root_arg]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains(".cursor/mcp.json: 2 server(s)"), "{out}");
     assert!(out.contains("SKIP remote: remote server"), "{out}");
@@ -122,7 +118,7 @@ fn amanctl_mcp_check_and_call_use_the_projects_configured_servers() {
         "{out}"
     );
     let empty = env.project("empty", &[("a.py", "x = 1\n")]);
-    let (code, out, _) = amanctl(&env, &["mcp", "check", empty.to_str().unwrap()]);
+    let (code, out, _) = amanctl_parts(&env, &["mcp", "check", empty.to_str().unwrap()]);
     assert_eq!(code, 1);
     assert!(out.contains("no MCP configuration"), "{out}");
 }

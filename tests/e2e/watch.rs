@@ -6,12 +6,9 @@ use std::time::{Duration, Instant};
 use amanmcp_tests::{Shim, TestEnv};
 use serde_json::json;
 
+/// The distinct result paths of a lexical search, sorted.
 fn paths(shim: &mut Shim, query: &str) -> Vec<String> {
-    let reply = shim.call_tool(
-        "search",
-        json!({"query": query, "limit": 50, "mode": "lexical"}),
-    );
-    let mut out = amanmcp_tests::result_paths(&reply);
+    let mut out = shim.lexical_paths(query);
     out.sort();
     out.dedup();
     out
@@ -38,17 +35,6 @@ fn write(root: &Path, rel: &str, content: &str) {
     let path = root.join(rel);
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, content).unwrap();
-}
-
-fn verify_ok(env: &TestEnv, root: &Path) {
-    let out = env
-        .command("amanctl")
-        .arg("verify")
-        .arg(root)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}");
 }
 
 #[test]
@@ -129,7 +115,7 @@ fn edits_creates_deletes_and_renames_of_files_and_directories_are_seen() {
     std::fs::write(root.join(".gitignore"), "docs/\n").unwrap();
     eventually(&mut shim, &env, "ignoredtoken", &["build/out.py"]);
     eventually(&mut shim, &env, "guidetoken", &[]);
-    verify_ok(&env, &root);
+    env.verify_ok(&root, "after the changes");
     let (_, status) = env.status();
     let watch = status["projects"][0]["watch"].as_str().unwrap().to_string();
     assert!(watch.starts_with("events ("), "{watch}");
@@ -158,13 +144,13 @@ fn a_directory_swapped_for_a_symlink_and_back_is_reconciled_like_a_delete() {
     // nothing from where it points.
     eventually(&mut shim, &env, "insidemarker", &["d_old/inner.py"]);
     eventually(&mut shim, &env, "outsidemarker", &[]);
-    verify_ok(&env, &root);
+    env.verify_ok(&root, "after the changes");
     // And back: the symlink replaced by a real directory again.
     std::fs::remove_file(root.join("d")).unwrap();
     write(&root, "d/again.py", "def againmarker():\n    return 4\n");
     eventually(&mut shim, &env, "againmarker", &["d/again.py"]);
     eventually(&mut shim, &env, "keepmarker", &["keep.py"]);
-    verify_ok(&env, &root);
+    env.verify_ok(&root, "after the changes");
 }
 
 #[test]

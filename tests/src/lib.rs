@@ -276,6 +276,45 @@ impl TestEnv {
         );
     }
 
+    /// Run `amanctl ARGS`.
+    pub fn amanctl(&self, args: &[&str]) -> Ran {
+        Ran::from(
+            self.command("amanctl")
+                .args(args)
+                .output()
+                .expect("run amanctl"),
+        )
+    }
+
+    /// Run `amanctl ARGS ROOT` (the commands that take a project).
+    pub fn amanctl_on(&self, root: &Path, args: &[&str]) -> Ran {
+        Ran::from(
+            self.command("amanctl")
+                .args(args)
+                .arg(root)
+                .output()
+                .expect("run amanctl"),
+        )
+    }
+
+    /// `amanctl verify ROOT` must say `ok` (`when` names the moment, for the failure).
+    pub fn verify_ok(&self, root: &Path, when: &str) {
+        let ran = self.amanctl_on(root, &["verify"]);
+        assert!(
+            ran.ok() && ran.stdout.starts_with("ok:"),
+            "verify {when}:\n{}\ndaemon log:\n{}",
+            ran.text(),
+            self.daemon_log()
+        );
+    }
+
+    /// The status of the daemon's first project (panics if the daemon is down).
+    pub fn project_status(&self) -> Value {
+        let (running, status) = self.status();
+        assert!(running, "{status}");
+        status["projects"][0].clone()
+    }
+
     /// The daemon log, for failure messages.
     pub fn daemon_log(&self) -> String {
         std::fs::read_to_string(self.data_dir().join("amanmcpd.log")).unwrap_or_default()
@@ -293,6 +332,38 @@ impl Drop for TestEnv {
             // SAFETY: kill has no memory-safety preconditions.
             unsafe { libc::kill(pid, libc::SIGKILL) };
         }
+    }
+}
+
+/// What a command printed and how it ended.
+pub struct Ran {
+    /// Exit code (-1 when killed by a signal).
+    pub code: i32,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+impl From<std::process::Output> for Ran {
+    fn from(out: std::process::Output) -> Ran {
+        Ran {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+impl Ran {
+    /// Exited 0.
+    pub fn ok(&self) -> bool {
+        self.code == 0
+    }
+
+    /// Both streams, for assertions and failure messages.
+    pub fn text(&self) -> String {
+        format!("{}{}", self.stdout, self.stderr)
     }
 }
 

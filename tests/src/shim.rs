@@ -56,6 +56,15 @@ impl Shim {
         }
     }
 
+    /// The result paths of a lexical search for `query` (limit 50), in order.
+    pub fn lexical_paths(&mut self, query: &str) -> Vec<String> {
+        let reply = self.call_tool(
+            "search",
+            json!({"query": query, "limit": 50, "mode": "lexical"}),
+        );
+        crate::result_paths(&reply)
+    }
+
     /// Write one raw line.
     pub fn send_raw(&mut self, line: &str) {
         self.send_bytes(line.as_bytes());
