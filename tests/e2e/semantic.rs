@@ -53,12 +53,6 @@ fn project_files() -> Vec<(&'static str, &'static str)> {
     ]
 }
 
-fn project(env: &TestEnv) -> Value {
-    let (running, status) = env.status();
-    assert!(running, "{status}");
-    status["projects"][0].clone()
-}
-
 fn search(shim: &mut Shim, args: Value) -> Value {
     let reply = shim.call_tool("search", args.clone());
     assert_ne!(reply["result"]["isError"], json!(true), "{args} -> {reply}");
@@ -86,7 +80,7 @@ fn the_builtin_embedder_finds_code_by_paraphrase_offline() {
     shim.search_until("deliver_newsletter", "mail/newsletter.py");
     env.wait_ready();
 
-    let status = project(&env);
+    let status = env.project_status();
     let embedding = &status["embedding"];
     assert!(
         embedding["model"].as_str().unwrap().starts_with("builtin:"),
@@ -229,7 +223,7 @@ fn ollama_embeds_in_batches_and_the_cache_spares_renames_and_unchanged_text() {
     shim.initialize();
     shim.search_until("deliver_newsletter", "mail/newsletter.py");
     env.wait_ready();
-    let status = project(&env);
+    let status = env.project_status();
     let chunks = status["chunks"].as_u64().unwrap();
     assert_eq!(
         status["embedding"]["model"], "ollama:fake-embed",
@@ -314,7 +308,7 @@ fn openai_compatible_servers_get_the_model_the_key_and_batches() {
     shim.initialize();
     shim.search_until("parse_birthday", "util/dates.py");
     env.wait_ready();
-    let status = project(&env);
+    let status = env.project_status();
     assert_eq!(
         status["embedding"]["model"], "openai:text-embed-small",
         "{status}"
@@ -356,11 +350,11 @@ fn a_down_server_or_a_missing_model_is_reported_and_search_stays_lexical() {
     shim.initialize();
     shim.search_until("deliver_newsletter", "mail/newsletter.py");
     env.wait_for(Duration::from_secs(30), "the embedder error", || {
-        project(&env)["embedding"]["health"]
+        env.project_status()["embedding"]["health"]
             .as_str()
             .is_some_and(|h| h.contains("unreachable"))
     });
-    let status = project(&env);
+    let status = env.project_status();
     assert_eq!(status["state"], "indexing", "vectors are missing: {status}");
     assert_eq!(status["embedding"]["embedded"], 0, "{status}");
     let content = search(&mut shim, json!({"query": "deliver_newsletter"}));
@@ -388,7 +382,7 @@ fn a_down_server_or_a_missing_model_is_reported_and_search_stays_lexical() {
     shim.initialize();
     shim.search_until("deliver_newsletter", "mail/newsletter.py");
     env.wait_for(Duration::from_secs(30), "the missing-model error", || {
-        project(&env)["embedding"]["health"]
+        env.project_status()["embedding"]["health"]
             .as_str()
             .is_some_and(|h| h.contains("not available") && h.contains("ollama pull fake-embed"))
     });
@@ -434,7 +428,7 @@ fn switching_models_re_embeds_and_a_restart_mid_embedding_resumes() {
         .output();
     drop(status);
     env.wait_for(Duration::from_secs(30), "some vectors", || {
-        project(&env)["embedding"]["embedded"]
+        env.project_status()["embedding"]["embedded"]
             .as_u64()
             .is_some_and(|n| n >= 4)
     });
@@ -446,8 +440,8 @@ fn switching_models_re_embeds_and_a_restart_mid_embedding_resumes() {
     shim.initialize();
     shim.search_until("generated_59", "gen/m59.py");
     env.wait_ready();
-    let chunks = project(&env)["chunks"].as_u64().unwrap();
-    assert_eq!(project(&env)["embedding"]["embedded"], chunks);
+    let chunks = env.project_status()["chunks"].as_u64().unwrap();
+    assert_eq!(env.project_status()["embedding"]["embedded"], chunks);
     drop(shim);
     let _ = daemon.kill();
     let _ = daemon.wait();
@@ -467,7 +461,7 @@ fn switching_models_re_embeds_and_a_restart_mid_embedding_resumes() {
     shim.initialize();
     shim.search_until("generated_1", "gen/m1.py");
     env.wait_ready();
-    let status = project(&env);
+    let status = env.project_status();
     assert_eq!(status["embedding"]["model"], "ollama:model-b", "{status}");
     assert_eq!(status["embedding"]["embedded"], chunks, "{status}");
     let texts_b: usize = {
