@@ -304,31 +304,28 @@ fn shim_latencies(
     let mut spawn_to_init = Vec::new();
     for _ in 0..20 {
         let t = Instant::now();
-        let mut shim = ShimProcess::spawn(socket, root)?;
-        shim.initialize()?;
+        let mut shim = spawn_shim(socket, root);
+        shim.initialize();
         spawn_to_init.push(t.elapsed().as_secs_f64() * 1e3);
     }
-    let mut shim = ShimProcess::spawn(socket, root)?;
-    shim.initialize()?;
-    let after_init = peak_rss_mb(shim.child.id());
+    let mut shim = spawn_shim(socket, root);
+    shim.initialize();
+    let after_init = peak_rss_mb(shim.pid());
     let mut samples = Vec::new();
-    let mut id = 1;
     for _ in 0..rounds {
         for query in queries {
             let t = Instant::now();
             let reply = shim.request(
-                id,
                 "tools/call",
                 json!({"name": "search", "arguments": {"query": query, "limit": 10}}),
-            )?;
+            );
             samples.push(t.elapsed().as_secs_f64() * 1e3);
             if reply["result"]["isError"] == json!(true) {
                 bail!("search {query:?} failed: {reply}");
             }
-            id += 1;
         }
     }
-    if let (Some(init), Some(end)) = (after_init, peak_rss_mb(shim.child.id())) {
+    if let (Some(init), Some(end)) = (after_init, peak_rss_mb(shim.pid())) {
         println!(
             "shim peak RSS:     {init:.1} MB after initialize, {end:.1} MB after the searches"
         );

@@ -13,7 +13,7 @@ use amanmcp_proto::pb;
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
-use crate::world::{ShimProcess, percentile, start_daemon, wait_for_pass, wait_for_vectors};
+use crate::world::{percentile, spawn_shim, start_daemon, wait_for_pass, wait_for_vectors};
 
 /// Options of a run.
 #[derive(clap::Args)]
@@ -202,9 +202,8 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         }
         let ready_s = started.elapsed().as_secs_f64();
         index_times.push((name.to_string(), lexical_s, ready_s, status.files));
-        let mut shim = ShimProcess::spawn(&daemon.socket, &root)?;
-        shim.initialize()?;
-        let mut id = 1;
+        let mut shim = spawn_shim(&daemon.socket, &root);
+        shim.initialize();
         for query in &queries {
             let mut entry = serde_json::Map::new();
             entry.insert("repo".into(), json!(name));
@@ -214,16 +213,14 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
             for mode in &options.modes {
                 let t = Instant::now();
                 let reply = shim.request(
-                    id,
                     "tools/call",
                     json!({"name": "search", "arguments": {
                         "query": query.text, "limit": options.limit, "mode": mode}}),
-                )?;
+                );
                 latencies
                     .entry(mode.clone())
                     .or_default()
                     .push(t.elapsed().as_secs_f64() * 1e3);
-                id += 1;
                 if reply["result"]["isError"] == json!(true) {
                     bail!("{name}: search {:?} failed: {reply}", query.text);
                 }

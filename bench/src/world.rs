@@ -2,24 +2,14 @@
 //! spoken to over stdio, waiting for passes and vectors, copies of trees, and the summary
 //! statistics every figure is printed with.
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use amanmcp_proto::{DaemonClient, endpoint, pb};
+pub use amanmcp_tests::{Shim, bin};
 use anyhow::{Context, bail};
-use serde_json::{Value, json};
 use tonic::transport::Channel;
-
-pub fn bin(name: &str) -> anyhow::Result<PathBuf> {
-    let exe = std::env::current_exe()?;
-    let path = exe.parent().context("exe dir")?.join(name);
-    if !path.is_file() {
-        bail!("{} not found: build the workspace first", path.display());
-    }
-    Ok(path)
-}
 
 pub struct Daemon {
     pub child: Child,
@@ -57,7 +47,7 @@ pub async fn start_daemon_with(
         .prefix("amanmcp-bench-")
         .tempdir_in("/tmp")?;
     let socket = dir.path().join("run/amanmcpd.sock");
-    let child = Command::new(bin("amanmcpd")?)
+    let child = Command::new(bin("amanmcpd"))
         .arg("--socket")
         .arg(&socket)
         .arg("--data-dir")
@@ -135,7 +125,7 @@ pub fn summary(mut samples: Vec<f64>) -> String {
     )
 }
 
-/// A file to edit for the single-file change figure: the first `.py`/`.rs` file found.
+/// A file to edit for the single-file change figure: the first source file found.
 pub fn first_source_file(dir: &Path) -> Option<PathBuf> {
     let mut stack = vec![dir.to_path_buf()];
     while let Some(dir) = stack.pop() {
@@ -149,7 +139,12 @@ pub fn first_source_file(dir: &Path) -> Option<PathBuf> {
             }
             if path.is_dir() {
                 stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "py" || e == "rs") {
+            } else if path.extension().and_then(|e| e.to_str()).is_some_and(|e| {
+                [
+                    "py", "rs", "go", "js", "ts", "java", "c", "cpp", "rb", "php", "kt", "cs",
+                ]
+                .contains(&e)
+            }) {
                 return Some(path);
             }
         }
@@ -208,65 +203,16 @@ pub fn summary_p95(mut samples: Vec<f64>) -> String {
     )
 }
 
-pub struct ShimProcess {
-    pub child: Child,
-    lines: std::io::Lines<BufReader<std::process::ChildStdout>>,
-}
-
-impl ShimProcess {
-    pub fn spawn(socket: &Path, root: &Path) -> anyhow::Result<ShimProcess> {
-        let mut child = Command::new(bin("amanmcp")?)
-            .args(["serve", "--project"])
-            .arg(root)
-            .env(endpoint::SOCKET_ENV, socket)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()?;
-        let stdout = child.stdout.take().context("stdout")?;
-        Ok(ShimProcess {
-            child,
-            lines: BufReader::new(stdout).lines(),
-        })
-    }
-
-    pub fn request(&mut self, id: u64, method: &str, params: Value) -> anyhow::Result<Value> {
-        let stdin = self.child.stdin.as_mut().context("stdin")?;
-        writeln!(
-            stdin,
-            "{}",
-            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-        )?;
-        stdin.flush()?;
-        loop {
-            let line = self.lines.next().context("shim closed stdout")??;
-            let message: Value = serde_json::from_str(&line)?;
-            if message["id"] == json!(id) {
-                return Ok(message);
-            }
-        }
-    }
-
-    pub fn initialize(&mut self) -> anyhow::Result<()> {
-        self.request(
-            0,
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}),
-        )?;
-        let stdin = self.child.stdin.as_mut().context("stdin")?;
-        writeln!(
-            stdin,
-            r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
-        )?;
-        Ok(())
-    }
-}
-
-impl Drop for ShimProcess {
-    fn drop(&mut self) {
-        drop(self.child.stdin.take());
-        let _ = self.child.wait();
-    }
+/// A shim on the daemon at `socket`, serving the project at `root` (the shared test client,
+/// so the bench and the end-to-end tests speak MCP the same way).
+pub fn spawn_shim(socket: &Path, root: &Path) -> Shim {
+    let mut command = Command::new(bin("amanmcp"));
+    command
+        .args(["serve", "--project"])
+        .arg(root)
+        .env(endpoint::SOCKET_ENV, socket)
+        .stderr(Stdio::null());
+    Shim::spawn(command)
 }
 
 /// Peak resident memory of a process in MB (Linux `VmHWM`).

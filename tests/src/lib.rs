@@ -16,27 +16,38 @@ use serde_json::{Value, json};
 pub use fake_embed::{FAKE_DIMS, FakeEmbedServer, FakeEmbedState, fake_embedding};
 pub use shim::Shim;
 
-/// Directory holding the built binaries: `$AMANMCP_BIN_DIR`, else the cargo target directory
-/// this test binary lives in.
+/// Directory holding the built binaries: `$AMANMCP_BIN_DIR`, else the directory of this
+/// executable (the bench: `target/<profile>/`), or its parent for a test binary
+/// (`target/<profile>/deps/`).
 pub fn bin_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("AMANMCP_BIN_DIR") {
         return PathBuf::from(dir);
     }
     let exe = std::env::current_exe().expect("current_exe");
-    // target/<profile>/deps/e2e-<hash>
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("test binary inside target/<profile>/deps")
-        .to_path_buf()
+    let dir = exe.parent().expect("executable in a directory");
+    if is_test_binary() {
+        dir.parent().unwrap_or(dir).to_path_buf()
+    } else {
+        dir.to_path_buf()
+    }
+}
+
+/// Whether this process is a cargo test binary (it lives in `target/<profile>/deps`).
+fn is_test_binary() -> bool {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|d| d.ends_with("deps")))
+        .unwrap_or(false)
 }
 
 /// Build the daemon's and the shim's binaries once per test process, in this test binary's
 /// profile, so `cargo test` alone never runs stale or missing binaries (cargo builds only
-/// the test crate's own dependencies). Skipped when `$AMANMCP_BIN_DIR` names prebuilt ones.
+/// the test crate's own dependencies). Skipped when `$AMANMCP_BIN_DIR` names prebuilt ones,
+/// and outside tests (the bench is built with the binaries beside it).
 fn build_binaries() {
     static BUILT: OnceLock<()> = OnceLock::new();
     BUILT.get_or_init(|| {
-        if std::env::var_os("AMANMCP_BIN_DIR").is_some() {
+        if std::env::var_os("AMANMCP_BIN_DIR").is_some() || !is_test_binary() {
             return;
         }
         let profile = match bin_dir().file_name().and_then(|n| n.to_str()) {

@@ -3,7 +3,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
@@ -28,14 +28,20 @@ impl Shim {
     /// Like [`Shim::start`], with extra environment variables.
     pub fn start_with(env: &TestEnv, root: &Path, vars: &[(&str, &std::ffi::OsStr)]) -> Shim {
         let mut command = env.command("amanmcp");
-        command.envs(vars.iter().copied());
-        let mut child = command
+        command
+            .envs(vars.iter().copied())
             .arg("serve")
             .arg("--project")
             .arg(root)
+            .stderr(Stdio::inherit());
+        Shim::spawn(command)
+    }
+
+    /// Spawn `command` (an `amanmcp serve ...`) with piped stdin and stdout.
+    pub fn spawn(mut command: Command) -> Shim {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
             .spawn()
             .expect("spawn amanmcp");
         let stdout = child.stdout.take().unwrap();
@@ -54,6 +60,11 @@ impl Shim {
             lines,
             next_id: 1,
         }
+    }
+
+    /// The shim's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// The result paths of a lexical search for `query` (limit 50), in order.
