@@ -108,6 +108,35 @@ pub async fn bench_index(
 
     // Vectors, computed in the background after the lexical pass.
     let embed_started = Instant::now();
+    // New semantic queries while the chunks are being embedded: each must embed its query
+    // beside the embedding worker.
+    let mut during = Vec::new();
+    for query in queries.iter().take(20) {
+        let t = Instant::now();
+        client
+            .search(pb::SearchRequest {
+                root: root_str.clone(),
+                query: format!("{query} (while embedding)"),
+                limit: 10,
+                mode: "semantic".into(),
+                ..Default::default()
+            })
+            .await?;
+        during.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    let still_embedding = project_status(&mut client, &root_str)
+        .await?
+        .vectors
+        .is_some_and(|v| v.pending > 0);
+    println!(
+        "search via gRPC, semantic new query while embedding{}: {}",
+        if still_embedding {
+            ""
+        } else {
+            " (ended before the last)"
+        },
+        summary(during)
+    );
     let with_vectors = wait_for_vectors(&mut client, &root_str, Duration::from_secs(7200)).await?;
     if let Some(v) = &with_vectors.vectors {
         let s = embed_started.elapsed().as_secs_f64();

@@ -20,6 +20,10 @@ pub struct Builtin {
     model_id: String,
     batch_size: usize,
     max_bytes: usize,
+    /// Document batches run here, so their work (and the matrix products candle spreads
+    /// over rayon inside each text) never queues ahead of a query, which runs on the
+    /// searching thread and the global pool.
+    documents: rayon::ThreadPool,
 }
 
 impl Builtin {
@@ -29,7 +33,12 @@ impl Builtin {
             pocket_encoder::Encoder::new().map_err(|e| EmbedError::Model(e.to_string()))?;
         let info = pocket_encoder::model_info();
         let max_bytes = max_bytes.unwrap_or(DEFAULT_MAX_BYTES);
+        let documents = rayon::ThreadPoolBuilder::new()
+            .thread_name(|i| format!("amanmcp-embed-{i}"))
+            .build()
+            .map_err(|e| EmbedError::Model(format!("cannot start the embedding threads: {e}")))?;
         Ok(Builtin {
+            documents,
             encoder,
             // The cut changes the vectors, so it is part of the identity.
             model_id: format!("builtin:{}@{}:{max_bytes}b", info.id, info.revision),
@@ -68,23 +77,28 @@ impl Embedder for Builtin {
             Purpose::Document => self.max_bytes,
             Purpose::Query => MAX_QUERY_BYTES,
         };
-        // The encoder runs one text at a time; texts are spread over the cores.
-        texts
-            .par_iter()
-            .map(|text| {
-                let text = prefix(text, max);
-                let text = if text.trim().is_empty() {
-                    "(blank)"
-                } else {
-                    text
-                };
-                self.encoder
-                    .embed(&[text])
-                    .map_err(|e| EmbedError::Model(e.to_string()))?
-                    .pop()
-                    .ok_or_else(|| EmbedError::Model("no vector returned".into()))
-            })
-            .collect()
+        let one = |text: &String| {
+            let text = prefix(text, max);
+            let text = if text.trim().is_empty() {
+                "(blank)"
+            } else {
+                text
+            };
+            self.encoder
+                .embed(&[text])
+                .map_err(|e| EmbedError::Model(e.to_string()))?
+                .pop()
+                .ok_or_else(|| EmbedError::Model("no vector returned".into()))
+        };
+        match purpose {
+            // A query is encoded on the searching thread itself, outside the documents'
+            // pool, so it never waits behind the chunks being embedded.
+            Purpose::Query => texts.iter().map(one).collect(),
+            // Documents run one text at a time, spread over the cores.
+            Purpose::Document => self
+                .documents
+                .install(|| texts.par_iter().map(one).collect()),
+        }
     }
 
     fn describe(&self) -> String {
