@@ -72,6 +72,9 @@ where
             Verdict::Reply(reply) => {
                 let _ = out_tx.send(reply.to_string());
             }
+            Verdict::ReplyText(reply) => {
+                let _ = out_tx.send(reply);
+            }
             Verdict::Drop(why) => tracing::debug!(why, "message dropped"),
         }
         if line.capacity() > 64 << 10 {

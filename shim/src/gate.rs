@@ -21,6 +21,9 @@ pub enum Verdict {
     Forward,
     /// Answer the client with this message instead.
     Reply(Value),
+    /// Answer with this text (when the id must be echoed exactly as written, which a JSON
+    /// value would normalize: `2e3` would become `2000.0`).
+    ReplyText(String),
     /// Drop it (a notification or response that may not arrive yet), saying why in the log.
     Drop(&'static str),
 }
@@ -73,11 +76,13 @@ impl Gate {
         if let Some(id) = &id
             && !(id.is_string() || id.is_i64() || id.is_u64())
         {
-            return Verdict::Reply(error_reply(
-                id.clone(),
-                -32600,
-                "`id` must be a string or an integer",
-            ));
+            let message = "`id` must be a string or an integer";
+            return match raw_number_id(line) {
+                Some(raw) => Verdict::ReplyText(format!(
+                    r#"{{"jsonrpc":"2.0","id":{raw},"error":{{"code":-32600,"message":"{message}"}}}}"#
+                )),
+                None => Verdict::Reply(error_reply(id.clone(), -32600, message)),
+            };
         }
         let Some(method) = message.get("method") else {
             // A response to one of our requests (roots/list).
@@ -135,6 +140,48 @@ fn readable_id(line: &[u8]) -> Value {
         Some(Ok(id)) if id.is_string() || id.is_i64() || id.is_u64() => id,
         _ => Value::Null,
     }
+}
+
+/// The text of a numeric top-level id exactly as the client wrote it (`-0.0`, `2e3`).
+fn raw_number_id(line: &[u8]) -> Option<&str> {
+    let text = std::str::from_utf8(line).ok()?;
+    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+    // Only a message that parsed as an object reaches here; find its `id` key at depth 1.
+    stream.next()?.ok()?;
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+        } else {
+            match b {
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' => depth = depth.saturating_sub(1),
+                b'"' if depth == 1 && text[i..].starts_with("\"id\"") => {
+                    let rest = text[i + 4..].trim_start().strip_prefix(':')?.trim_start();
+                    let end = rest
+                        .find(|c: char| {
+                            !(c.is_ascii_digit() || matches!(c, '-' | '+' | '.' | 'e' | 'E'))
+                        })
+                        .unwrap_or(rest.len());
+                    return (end > 0).then(|| &rest[..end]);
+                }
+                b'"' => in_string = true,
+                _ => {}
+            }
+        }
+        i += 1;
+    }
+    None
 }
 
 /// `params` must be an object; the parameters rmcp types strictly must have their types.
@@ -250,10 +297,18 @@ mod tests {
         let mut gate = started();
         assert_eq!(code(gate.check(b"[1,2]")), (-32600, Value::Null));
         assert_eq!(code(gate.check(b"42")), (-32600, Value::Null));
-        let float_id = br#"{"jsonrpc":"2.0","id":-0.0,"method":"ping"}"#;
-        let (c, id) = code(gate.check(float_id));
-        assert_eq!(c, -32600);
-        assert_eq!(id.to_string(), "-0.0");
+        for raw in ["-0.0", "2e3", "1.50"] {
+            let line =
+                format!(r#"{{"jsonrpc":"2.0","method":"ping","params":{{"id":1}},"id":{raw}}}"#);
+            match gate.check(line.as_bytes()) {
+                Verdict::ReplyText(text) => {
+                    assert!(text.contains(&format!(r#""id":{raw},"#)), "{text}");
+                    let reply: Value = serde_json::from_str(&text).unwrap();
+                    assert_eq!(reply["error"]["code"], -32600);
+                }
+                other => panic!("{raw}: {other:?}"),
+            }
+        }
         for (params, id) in [
             (r#"[1]"#, 1),
             (r#"{"name":5}"#, 2),

@@ -3,24 +3,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use amanmcp_tests::{Shim, TestEnv};
+use amanmcp_tests::{Lcg, Shim, TestEnv};
 use serde_json::json;
-
-/// A small deterministic generator (no test may depend on wall-clock randomness).
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        self.0 >> 33
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 #[test]
 fn incremental_updates_touch_only_what_changed_and_leave_no_trace() {

@@ -6,6 +6,7 @@ mod index;
 mod lookup;
 mod mcp;
 mod mcp_client;
+mod protocol;
 mod ranking;
 mod security;
 mod semantic;

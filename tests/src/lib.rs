@@ -346,6 +346,25 @@ impl Drop for TestEnv {
     }
 }
 
+/// A small deterministic generator (no test may depend on wall-clock randomness).
+pub struct Lcg(pub u64);
+
+impl Lcg {
+    /// The next 31 bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+
+    /// A number below `n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+}
+
 /// What a command printed and how it ended.
 pub struct Ran {
     /// Exit code (-1 when killed by a signal).

@@ -91,12 +91,16 @@ impl Shim {
 
     /// Next message from the shim, within `timeout`.
     pub fn recv(&mut self, timeout: Duration) -> Value {
-        let line = self
-            .lines
-            .recv_timeout(timeout)
-            .unwrap_or_else(|e| panic!("no message from the shim within {timeout:?}: {e}"));
+        let line = self.recv_line(timeout);
         serde_json::from_str(&line)
             .unwrap_or_else(|e| panic!("shim wrote invalid JSON {line:?}: {e}"))
+    }
+
+    /// Next line from the shim as written, within `timeout`.
+    pub fn recv_line(&mut self, timeout: Duration) -> String {
+        self.lines
+            .recv_timeout(timeout)
+            .unwrap_or_else(|e| panic!("no message from the shim within {timeout:?}: {e}"))
     }
 
     /// Send a request and wait for its response (skipping notifications).
