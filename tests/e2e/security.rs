@@ -222,7 +222,23 @@ fn generated_traversals_never_leave_the_root() {
         let reply = shim.call_tool("similar", json!({"path": path, "line": 1}));
         assert!(is_error(&reply), "similar {path:?} was served: {reply}");
         assert_no_leak(path, &reply);
+        let reply = read_resource(&mut shim, &root, path);
+        assert!(
+            is_error(&reply),
+            "resources/read {path:?} was served: {reply}"
+        );
+        assert_no_leak(path, &reply);
+        let reply = shim.call_tool("reindex", json!({"path": path}));
+        assert!(is_error(&reply), "reindex {path:?} was accepted: {reply}");
+        assert_no_leak(path, &reply);
     }
+    // Nothing from outside reached the index either.
+    for query in [OUTSIDE_MARKER, GIT_TOKEN] {
+        let reply = shim.call_tool("search", json!({"query": query, "mode": "lexical"}));
+        let results = &reply["result"]["structuredContent"]["results"];
+        assert_eq!(results, &json!([]), "{query} is in the index: {reply}");
+    }
+    env.verify_ok(&root, "after the traversals");
 }
 
 #[test]
@@ -254,10 +270,11 @@ fn swapping_a_directory_for_a_symlink_while_reading_never_leaks() {
     };
     let mut served = 0;
     for round in 0..2000 {
-        let reply = if round % 2 == 0 {
-            shim.call_tool("lookup", json!({"path": "racedir/race.txt"}))
-        } else {
-            read_resource(&mut shim, &root, "racedir/race.txt")
+        let reply = match round % 3 {
+            0 => shim.call_tool("lookup", json!({"path": "racedir/race.txt"})),
+            1 => read_resource(&mut shim, &root, "racedir/race.txt"),
+            // Re-indexing mid-swap must never index what the symlink points at.
+            _ => shim.call_tool("reindex", json!({"path": "racedir/race.txt"})),
         };
         assert_no_leak("racedir/race.txt", &reply);
         if !is_error(&reply) {
@@ -268,4 +285,10 @@ fn swapping_a_directory_for_a_symlink_while_reading_never_leaks() {
     let swaps = swapper.join().unwrap();
     assert!(swaps > 100, "the race barely ran: {swaps} swaps");
     assert!(served > 0, "no read succeeded, so the race proved nothing");
+    let reply = shim.call_tool(
+        "search",
+        json!({"query": OUTSIDE_MARKER, "mode": "lexical"}),
+    );
+    let results = &reply["result"]["structuredContent"]["results"];
+    assert_eq!(results, &json!([]), "the outside file was indexed: {reply}");
 }
