@@ -409,9 +409,9 @@ fn an_unreadable_index_is_rebuilt_automatically_and_says_so() {
 }
 
 #[test]
-fn a_full_disk_is_reported_and_repaired_once_it_clears() {
+fn write_failures_are_reported_with_their_cause_and_repaired_once_it_clears() {
     let env = TestEnv::new();
-    let flag = env.path().join("disk-is-full");
+    let flag = env.path().join("writes-fail");
     let root = env.project("proj", &[("a.py", "def firstmarker():\n    pass\n")]);
     // The shim starts the daemon (its log then goes to the data directory) with the hook.
     let mut shim = Shim::start_with(
@@ -421,32 +421,52 @@ fn a_full_disk_is_reported_and_repaired_once_it_clears() {
     );
     shim.initialize();
     shim.search_until("firstmarker", "a.py");
-
-    // Every commit now fails as on a full disk; edits keep coming.
-    std::fs::write(&flag, "").unwrap();
-    std::fs::write(root.join("a.py"), "def secondmarker():\n    pass\n").unwrap();
-    std::fs::write(root.join("b.py"), "def thirdmarker():\n    pass\n").unwrap();
-    env.wait_for(Duration::from_secs(30), "the failure in the status", || {
+    let mut version = 0;
+    for (cause, hint) in [
+        ("ENOSPC", "disk full"),
+        ("EROFS", "not writable"),
+        ("EMFILE", "file descriptors"),
+    ] {
+        // Every commit now fails; edits keep coming.
+        std::fs::write(&flag, cause).unwrap();
+        version += 1;
+        std::fs::write(
+            root.join("a.py"),
+            format!("def edit{version}marker():\n    pass\n"),
+        )
+        .unwrap();
+        std::fs::write(
+            root.join(format!("new{version}.py")),
+            format!("def new{version}marker():\n    pass\n"),
+        )
+        .unwrap();
+        env.wait_for(Duration::from_secs(30), "the failure in the status", || {
+            env.project_status()["last_error"]
+                .as_str()
+                .is_some_and(|e| e.contains(hint))
+        });
         let status = env.project_status();
-        status["last_error"]
-            .as_str()
-            .is_some_and(|e| e.contains("disk full"))
-    });
-    let status = env.project_status();
-    assert_ne!(status["state"], "ready", "{status}");
+        assert_ne!(status["state"], "ready", "{cause}: {status}");
 
-    // The cause clears: the daemon repairs on its own, and only then says ready.
-    std::fs::remove_file(&flag).unwrap();
-    env.wait_for(Duration::from_secs(60), "the repair", || {
-        let status = env.project_status();
-        status["state"] == "ready" && status["last_error"].is_null()
-    });
-    env.verify_ok(&root, "after the repair");
-    assert_eq!(shim.lexical_paths("secondmarker"), ["a.py"]);
-    assert_eq!(shim.lexical_paths("thirdmarker"), ["b.py"]);
+        // The cause clears: the daemon repairs on its own, and only then says ready.
+        std::fs::remove_file(&flag).unwrap();
+        env.wait_for(Duration::from_secs(60), "the repair", || {
+            let status = env.project_status();
+            status["state"] == "ready" && status["last_error"].is_null()
+        });
+        env.verify_ok(&root, &format!("after {cause} cleared"));
+        assert_eq!(
+            shim.lexical_paths(&format!("edit{version}marker")),
+            ["a.py"]
+        );
+        assert_eq!(
+            shim.lexical_paths(&format!("new{version}marker")),
+            [format!("new{version}.py")]
+        );
+    }
     assert!(shim.lexical_paths("firstmarker").is_empty());
     // One log line per cause, not one per failed commit.
     let log = env.daemon_log();
     let lines = log.matches("index commit failed").count();
-    assert!((1..=3).contains(&lines), "{lines} failure lines:\n{log}");
+    assert!((3..=9).contains(&lines), "{lines} failure lines:\n{log}");
 }

@@ -358,19 +358,25 @@ impl Writer {
 }
 
 /// Test hook: while the file named by `AMANMCP_FAIL_WRITES_WHILE` exists, every commit fails
-/// as a full disk would (`ENOSPC`), so tests can watch a failure be reported and repaired
+/// as a full disk would (`ENOSPC`; or `EROFS`, `EMFILE` when the file says so), so tests can watch a failure be reported and repaired
 /// once the cause clears (a full disk or a read-only mount cannot be made without
 /// privileges, and root ignores permissions).
 fn injected_failure(dir: &std::path::Path) -> Result<(), IndexError> {
     static FLAG: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
     let flag = FLAG.get_or_init(|| std::env::var_os("AMANMCP_FAIL_WRITES_WHILE").map(Into::into));
-    match flag {
-        Some(flag) if flag.exists() => Err(IndexError::io(
-            dir,
-            std::io::Error::from_raw_os_error(libc::ENOSPC),
-        )),
-        _ => Ok(()),
-    }
+    let Some(flag) = flag.as_deref().filter(|f| f.exists()) else {
+        return Ok(());
+    };
+    // The file names the cause: EROFS, EMFILE, or (by default) ENOSPC.
+    let errno = match std::fs::read_to_string(flag).unwrap_or_default().trim() {
+        "EROFS" => libc::EROFS,
+        "EMFILE" => libc::EMFILE,
+        _ => libc::ENOSPC,
+    };
+    Err(IndexError::io(
+        dir,
+        std::io::Error::from_raw_os_error(errno),
+    ))
 }
 
 /// Test hook: abort the process at the named point when `AMANMCP_CRASH_AT` names it, so
