@@ -213,3 +213,106 @@ fn the_daemon_raises_its_own_open_files_limit() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+#[test]
+fn a_daemon_out_of_file_descriptors_answers_errors_never_silent_empty_results() {
+    use std::os::unix::process::CommandExt;
+    let env = TestEnv::new();
+    let files: Vec<(String, String)> = (0..40)
+        .map(|i| {
+            (
+                format!("m{i}.py"),
+                format!("def fdmarker{i}():\n    return 'fdmarker'\n"),
+            )
+        })
+        .collect();
+    let files: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    let root = env.project("proj", &files);
+    let mut command = env.command("amanmcpd");
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(env.data_dir())
+            .unwrap();
+    }
+    let log = std::fs::File::create(env.data_dir().join("amanmcpd.log")).unwrap();
+    command.stderr(log);
+    // SAFETY: only async-signal-safe calls (setrlimit) between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: 64,
+                rlim_max: 64,
+            };
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+            Ok(())
+        });
+    }
+    let mut daemon = command.spawn().unwrap();
+    env.wait_for(Duration::from_secs(20), "the daemon to listen", || {
+        env.daemon_pid() == Some(daemon.id() as i32)
+    });
+    let ran = env.amanctl_on(&root, &["index"]);
+    assert!(ran.ok(), "{}", ran.text());
+
+    // 60 shims at once, each searching: more connections than descriptors.
+    let threads: Vec<_> = (0..60)
+        .map(|_| {
+            let env_socket = env.socket();
+            let home = env.path().to_path_buf();
+            let root = root.clone();
+            std::thread::spawn(move || {
+                let mut outcomes = Vec::new();
+                let mut command = std::process::Command::new(amanmcp_tests::bin("amanmcp"));
+                command
+                    .args(["serve", "--project"])
+                    .arg(&root)
+                    .env("AMANMCP_SOCKET", &env_socket)
+                    .env("HOME", &home)
+                    .env("AMANMCP_DAEMON_BIN", "/nonexistent/amanmcpd")
+                    .stderr(std::process::Stdio::null());
+                let mut shim = amanmcp_tests::Shim::spawn(command);
+                shim.initialize();
+                for _ in 0..10 {
+                    let reply = shim.call_tool(
+                        "search",
+                        serde_json::json!({"query": "fdmarker", "mode": "lexical"}),
+                    );
+                    outcomes.push(reply);
+                }
+                outcomes
+            })
+        })
+        .collect();
+    let (mut answered, mut errors, mut silent) = (0, 0, Vec::new());
+    for thread in threads {
+        for reply in thread.join().unwrap() {
+            let error = reply.get("error").is_some() || reply["result"]["isError"] == true;
+            let results = reply["result"]["structuredContent"]["results"]
+                .as_array()
+                .map_or(0, Vec::len);
+            match (error, results) {
+                (true, _) => errors += 1,
+                (false, 0) => silent.push(reply),
+                (false, _) => answered += 1,
+            }
+        }
+    }
+    assert!(
+        silent.is_empty(),
+        "{} searches came back empty without an error ({answered} answered, {errors} errors), e.g. {}",
+        silent.len(),
+        silent[0]
+    );
+    assert!(answered > 0, "no search succeeded ({errors} errors)");
+    println!("fd-limited daemon: {answered} searches answered, {errors} errors, 0 silent");
+    // The index is whole afterwards.
+    env.verify_ok(&root, "after the load");
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+}

@@ -98,6 +98,31 @@ pub struct ScanOutput {
     pub files: Vec<Candidate>,
     /// Files skipped during the walk, with why.
     pub skipped: Vec<(String, SkipReason)>,
+    /// Directories the walk could not read (relative; "" for the start): what is below
+    /// them is unknown, not gone.
+    pub unreadable_dirs: Vec<String>,
+    /// A failure that makes the whole walk untrustworthy (out of file descriptors or
+    /// memory): the pass must fail and be retried, never act on what it saw.
+    pub failure: Option<std::io::Error>,
+}
+
+/// Whether an I/O error says "not now" (resources ran out) rather than "not this file".
+pub fn is_transient(error: &std::io::Error) -> bool {
+    matches!(
+        error.raw_os_error(),
+        Some(libc::EMFILE) | Some(libc::ENFILE) | Some(libc::ENOMEM) | Some(libc::EAGAIN)
+    )
+}
+
+/// The path an `ignore` walk error is about, if it says.
+fn walk_error_path(error: &ignore::Error) -> Option<&Path> {
+    match error {
+        ignore::Error::WithPath { path, .. } => Some(path),
+        ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
+            walk_error_path(err)
+        }
+        _ => None,
+    }
 }
 
 /// Names of the files whose change alters what is indexed.
@@ -134,7 +159,23 @@ pub fn scan_scope(
         return out;
     }
     for entry in walker(start, max_depth) {
-        let Ok(entry) = entry else { continue };
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(error) => {
+                if let Some(io) = error.io_error().filter(|io| is_transient(io)) {
+                    let code = io.raw_os_error().unwrap_or(libc::EMFILE);
+                    out.failure = Some(std::io::Error::from_raw_os_error(code));
+                } else if let Some(dir) = walk_error_path(&error) {
+                    let dir = if dir == root {
+                        Some(String::new())
+                    } else {
+                        relative_path(root, dir)
+                    };
+                    out.unreadable_dirs.extend(dir);
+                }
+                continue;
+            }
+        };
         let Some(file_type) = entry.file_type() else {
             continue;
         };
@@ -238,6 +279,8 @@ pub enum ReadOutcome {
     Text(String, u64),
     /// Skipped, with why.
     Skipped(SkipReason),
+    /// Not readable now (out of file descriptors or memory): neither indexed nor dropped.
+    Failed(std::io::Error),
 }
 
 /// Read a candidate file, rejecting binary, undecodable, minified and oversized content.
@@ -245,6 +288,7 @@ pub enum ReadOutcome {
 pub fn read_text(path: &Path, limits: Limits) -> ReadOutcome {
     let bytes = match std::fs::read(path) {
         Ok(bytes) => bytes,
+        Err(e) if is_transient(&e) => return ReadOutcome::Failed(e),
         Err(_) => return ReadOutcome::Skipped(SkipReason::Unreadable),
     };
     if bytes.len() as u64 > limits.max_file_bytes {

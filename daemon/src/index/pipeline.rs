@@ -51,12 +51,32 @@ pub fn reconcile(
     let started = Instant::now();
     let progress = &index.progress;
     let scanned = scan::scan_scope(root, root, None, limits, on_dir);
+    if let Some(error) = scanned.failure {
+        return Err(IndexError::io(root, error));
+    }
     progress.begin_pass(scanned.files.len() as u64);
     for (_, reason) in &scanned.skipped {
         progress.add_skipped(*reason);
     }
-    let known = index.store.all_files()?;
-    let stats = diff(
+    let mut known = index.store.all_files()?;
+    keep_unreadable(&mut known, &scanned.unreadable_dirs);
+    // Paths left dirty by a commit that failed half-way may be ahead in tantivy: they are
+    // read again whatever their size and mtime say (or dropped, if gone from disk).
+    let dirty = index.store.dirty_paths()?;
+    let mut gone = 0;
+    let on_disk: std::collections::HashSet<&str> = if dirty.is_empty() {
+        Default::default()
+    } else {
+        scanned.files.iter().map(|c| c.rel_path.as_str()).collect()
+    };
+    for path in &dirty {
+        known.remove(path);
+        if !on_disk.contains(path.as_str()) {
+            writer.send_or_gone(WriteOp::Remove(path.clone()))?;
+            gone += 1;
+        }
+    }
+    let mut stats = diff(
         &scanned.files,
         &known,
         writer,
@@ -64,6 +84,7 @@ pub fn reconcile(
         &|n| progress.add_done(n),
         &|reason| progress.add_skipped(reason),
     )?;
+    stats.removed += gone;
     writer.flush()?;
     progress.end_pass(
         stats.source_bytes,
@@ -93,10 +114,14 @@ pub fn update(
         };
         let depth = if scope.recursive { None } else { Some(1) };
         let scanned = scan::scan_scope(root, &start, depth, limits, on_dir);
+        if let Some(error) = scanned.failure {
+            return Err(IndexError::io(root, error));
+        }
         for candidate in scanned.files {
             files.insert(candidate.rel_path.clone(), candidate);
         }
-        let under = index.store.files_under(&scope.rel, scope.recursive)?;
+        let mut under = index.store.files_under(&scope.rel, scope.recursive)?;
+        keep_unreadable(&mut under, &scanned.unreadable_dirs);
         known.extend(under);
     }
     let mut files: Vec<Candidate> = files.into_values().collect();
@@ -106,6 +131,19 @@ pub fn update(
         writer.flush()?;
     }
     Ok(stats)
+}
+
+/// Leave out of `known` the files under directories the walk could not read: not seeing
+/// them does not mean they are gone, so the diff must neither drop nor re-read them.
+fn keep_unreadable(known: &mut HashMap<String, FileRecord>, dirs: &[String]) {
+    for dir in dirs {
+        if dir.is_empty() {
+            known.clear();
+            return;
+        }
+        let prefix = format!("{dir}/");
+        known.retain(|path, _| !path.starts_with(&prefix));
+    }
 }
 
 /// Compare `files` (on disk) with `known` (in LMDB) and send the differences to the writer.
@@ -131,6 +169,7 @@ fn diff(
             .is_some_and(|r| r.size == c.size && r.mtime_ns == c.mtime_ns)
     });
     let source_bytes = AtomicU64::new(unchanged.iter().map(|c| c.size).sum());
+    let failed: std::sync::Mutex<Option<std::io::Error>> = std::sync::Mutex::new(None);
     on_done(unchanged.len() as u64);
 
     to_read
@@ -162,6 +201,13 @@ fn diff(
                         }))
                     }
                 }
+                ReadOutcome::Failed(error) => {
+                    failed
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .get_or_insert(error);
+                    None
+                }
                 ReadOutcome::Skipped(reason) => {
                     on_skipped(reason);
                     previous.map(|_| {
@@ -175,6 +221,13 @@ fn diff(
             }
             on_done(1);
         });
+    if let Some(error) = failed.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        // What was sent stands; what could not be read is retried by the next pass.
+        let path = files
+            .first()
+            .map_or(Path::new("."), |c| c.abs_path.as_path());
+        return Err(IndexError::io(path, error));
+    }
     Ok(DiffStats {
         changed: changed.load(Ordering::Relaxed),
         removed: removed.load(Ordering::Relaxed),

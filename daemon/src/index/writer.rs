@@ -123,7 +123,7 @@ pub fn spawn(
         .spawn(move || {
             Writer {
                 index,
-                writer,
+                writer: Some(writer),
                 next_chunk_id,
                 staged: Vec::new(),
                 lexical_paths: HashSet::new(),
@@ -152,7 +152,9 @@ enum Staged {
 
 struct Writer {
     index: Arc<ProjectIndex>,
-    writer: tantivy::IndexWriter,
+    /// The tantivy writer; `None` after a failure left it unusable (a rollback that could
+    /// not reopen it), until the next operation opens a new one.
+    writer: Option<tantivy::IndexWriter>,
     next_chunk_id: u64,
     staged: Vec<Staged>,
     lexical_paths: HashSet<String>,
@@ -215,18 +217,29 @@ impl Writer {
         }
     }
 
+    /// The tantivy writer, opened again if a failure dropped it.
+    fn tantivy(&mut self) -> Result<&mut tantivy::IndexWriter, IndexError> {
+        if self.writer.is_none() {
+            self.writer = Some(self.index.lexical.writer()?);
+            tracing::info!("index writer reopened after a failure");
+        }
+        Ok(self.writer.as_mut().expect("just opened"))
+    }
+
     fn stage(&mut self, op: WriteOp) -> Result<(), IndexError> {
+        self.tantivy()?;
         let lexical = &self.index.lexical;
+        let writer = self.writer.as_ref().expect("opened above");
         self.first_staged.get_or_insert_with(Instant::now);
         match op {
             WriteOp::Upsert(update) => {
-                lexical.delete_path(&self.writer, &update.path);
+                lexical.delete_path(writer, &update.path);
                 let mut chunks = Vec::with_capacity(update.chunks.len());
                 for chunk in &update.chunks {
                     let chunk_id = self.next_chunk_id;
                     self.next_chunk_id += 1;
                     lexical.add_chunk(
-                        &self.writer,
+                        writer,
                         &ChunkDoc {
                             chunk_id,
                             path: &update.path,
@@ -269,7 +282,7 @@ impl Writer {
                 mtime_ns,
             } => self.staged.push(Staged::Touch(path, size, mtime_ns)),
             WriteOp::Remove(path) => {
-                lexical.delete_path(&self.writer, &path);
+                lexical.delete_path(writer, &path);
                 self.lexical_paths.insert(path.clone());
                 self.staged.push(Staged::Remove(path));
             }
@@ -299,7 +312,17 @@ impl Writer {
         }
         self.index.progress.set_error(message.clone());
         self.failed_since_flush = Some(message);
-        let _ = self.writer.rollback();
+        // A rollback reopens tantivy's writer; if that fails too (out of descriptors), the
+        // writer is unusable (a second rollback would panic inside tantivy): drop it, and
+        // the next operation opens a new one.
+        if let Some(mut writer) = self.writer.take() {
+            match writer.rollback() {
+                Ok(_) => self.writer = Some(writer),
+                Err(e) => {
+                    tracing::warn!(error = %e, "index writer dropped after a failed rollback")
+                }
+            }
+        }
         self.staged.clear();
         self.lexical_paths.clear();
         self.first_staged = None;
@@ -311,7 +334,8 @@ impl Writer {
             return Ok(());
         }
         injected_failure(self.index.lexical.dir())?;
-        let store = &self.index.store;
+        let index = self.index.clone();
+        let store = &index.store;
         let started = Instant::now();
         let n_staged = self.staged.len();
         if !self.lexical_paths.is_empty() {
@@ -320,7 +344,7 @@ impl Writer {
                 txn.mark_dirty(path)?;
             }
             txn.commit(self.next_chunk_id)?;
-            self.index.lexical.commit(&mut self.writer)?;
+            index.lexical.commit(self.tantivy()?)?;
             crash_point("after_lexical_commit");
         }
         let lexical_ms = started.elapsed().as_secs_f64() * 1e3;

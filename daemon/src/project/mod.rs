@@ -51,6 +51,8 @@ pub struct Project {
     poller_started: AtomicBool,
     /// Seconds before a failed pass is tried again (doubling to a minute; 0 after success).
     retry_secs: std::sync::atomic::AtomicU64,
+    /// A retry is scheduled (failures meanwhile do not schedule more).
+    retry_pending: AtomicBool,
     last_used_ms: AtomicU64,
     search: SearchConfig,
     embed_stop: Arc<AtomicBool>,
@@ -165,6 +167,7 @@ impl Project {
             watch: ProjectWatch::start(watch_config, project_root, changes_tx),
             poller_started: AtomicBool::new(false),
             retry_secs: std::sync::atomic::AtomicU64::new(0),
+            retry_pending: AtomicBool::new(false),
             last_used_ms: AtomicU64::new(now_ms()),
             search,
             embed_stop,
@@ -385,6 +388,9 @@ impl Project {
     /// every file whose LMDB record does not match the disk, which is what the failure
     /// left behind.
     fn retry_later(self: &Arc<Self>) {
+        if self.retry_pending.swap(true, Ordering::SeqCst) {
+            return;
+        }
         let secs = match self.retry_secs.load(Ordering::Relaxed) {
             0 => 1,
             n => (n * 2).min(60),
@@ -396,6 +402,7 @@ impl Project {
             .spawn(move || {
                 std::thread::sleep(std::time::Duration::from_secs(secs));
                 if let Some(project) = weak.upgrade() {
+                    project.retry_pending.store(false, Ordering::SeqCst);
                     project.start_reconcile();
                 }
             });
