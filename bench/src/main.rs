@@ -13,6 +13,7 @@ mod freshness;
 mod index;
 mod localize;
 mod semble;
+mod stress;
 mod world;
 
 use std::path::PathBuf;
@@ -73,6 +74,9 @@ enum BenchCommand {
     /// category and language in every mode, beside the peers' published figures, through
     /// the real daemon and shim. Materialize the checkouts first with its `materialize.sh`.
     Semble(semble::Options),
+    /// Many shims at once on one daemon, every answer checked; then `kill -9` rounds during
+    /// updates and embedding, every restart verified.
+    Stress(stress::Options),
     /// Freshness through the file watcher on a copy of DIR: a saved file until searchable
     /// (p50/p95 over many edits), and a 2,000-file storm until settled.
     Freshness {
@@ -127,6 +131,10 @@ fn main() -> anyhow::Result<()> {
         BenchCommand::Semble(options) => {
             let runtime = tokio::runtime::Runtime::new()?;
             runtime.block_on(semble::run(options))
+        }
+        BenchCommand::Stress(options) => {
+            let runtime = tokio::runtime::Runtime::new()?;
+            runtime.block_on(stress::run(options))
         }
         BenchCommand::Freshness { dir, edits } => {
             let runtime = tokio::runtime::Runtime::new()?;

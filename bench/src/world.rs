@@ -43,19 +43,29 @@ pub async fn start_daemon() -> anyhow::Result<(Daemon, DaemonClient<Channel>)> {
 pub async fn start_daemon_with(
     vars: &[(&str, &str)],
 ) -> anyhow::Result<(Daemon, DaemonClient<Channel>)> {
+    start_daemon_on(None, vars).await
+}
+
+/// Start a private daemon on `data_dir` (default: as [`start_daemon_with`]).
+pub async fn start_daemon_on(
+    data_dir: Option<&Path>,
+    vars: &[(&str, &str)],
+) -> anyhow::Result<(Daemon, DaemonClient<Channel>)> {
     let dir = tempfile::Builder::new()
         .prefix("amanmcp-bench-")
         .tempdir_in("/tmp")?;
     let socket = dir.path().join("run/amanmcpd.sock");
+    let data_dir = match data_dir {
+        Some(dir) => dir.to_path_buf(),
+        None => std::env::var_os("AMANMCP_BENCH_DATA_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| dir.path().join("data")),
+    };
     let child = Command::new(bin("amanmcpd"))
         .arg("--socket")
         .arg(&socket)
         .arg("--data-dir")
-        .arg(
-            std::env::var_os("AMANMCP_BENCH_DATA_DIR")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| dir.path().join("data")),
-        )
+        .arg(data_dir)
         .env(
             "AMANMCP_LOG",
             std::env::var("AMANMCP_LOG").unwrap_or_else(|_| "warn".into()),

@@ -123,3 +123,63 @@ pub fn optional_integer(
 pub fn optional_mode(args: &JsonObject) -> Result<String, ToolError> {
     Ok(optional_string(args, "mode")?.unwrap_or_default())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Seeded fuzz of argument parsing (the stable stand-in for a `cargo fuzz` target): any
+    /// JSON value in any argument is either accepted or refused with a message naming that
+    /// argument; nothing panics.
+    #[test]
+    fn any_value_is_accepted_or_refused_by_name() {
+        let values = [
+            json!(null),
+            json!(true),
+            json!(0),
+            json!(-1),
+            json!(1.5),
+            json!(-0.0),
+            json!(1e300),
+            json!(u64::MAX),
+            json!(i64::MIN),
+            json!(""),
+            json!("   "),
+            json!("x".repeat(40_000)),
+            json!("\u{0}\u{feff}é"),
+            json!([]),
+            json!([1, "a"]),
+            json!({}),
+            json!({"a": {"b": []}}),
+        ];
+        let mut state = 0x1234_5678u64;
+        for _ in 0..20_000 {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let value = values[(state >> 33) as usize % values.len()].clone();
+            let name = ["query", "path", "limit", "mode", "snippet"][(state >> 20) as usize % 5];
+            let mut args = JsonObject::new();
+            args.insert(name.to_string(), value);
+            let outcomes = [
+                required_string(&args, name).map(|_| ()),
+                optional_string(&args, name).map(|_| ()),
+                optional_integer(&args, name, 1, 100).map(|_| ()),
+                optional_mode(&args).map(|_| ()),
+            ];
+            for outcome in outcomes {
+                match outcome {
+                    Ok(()) => {}
+                    Err(ToolError::Argument(message)) => {
+                        assert!(
+                            message.contains(name) || message.contains("mode"),
+                            "{message}"
+                        )
+                    }
+                    Err(other) => panic!("{other:?}"),
+                }
+            }
+        }
+    }
+}
