@@ -43,7 +43,9 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
             root: root_str.clone(),
         })
         .await?;
-    let status = wait_for_pass(&mut client, &root_str, 1).await?;
+    wait_for_pass(&mut client, &root_str, 1).await?;
+    // Every chunk embedded first, so an empty semantic answer is a fault, not a wait.
+    let status = wait_for_vectors(&mut client, &root_str, Duration::from_secs(3600)).await?;
     let started = Instant::now();
     let threads: Vec<_> = (0..options.shims)
         .map(|s| {
@@ -63,9 +65,10 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
                     latencies.push(t.elapsed().as_secs_f64() * 1e3);
                     if reply.get("error").is_some() || reply["result"]["isError"] == true {
                         errors += 1;
-                    } else if reply["result"]["structuredContent"]["results"]
-                        .as_array()
-                        .is_none_or(Vec::is_empty)
+                    } else if mode == "semantic"
+                        && reply["result"]["structuredContent"]["results"]
+                            .as_array()
+                            .is_none_or(Vec::is_empty)
                     {
                         empty += 1;
                     }
@@ -86,7 +89,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     let seconds = started.elapsed().as_secs_f64();
     let total = latencies.len();
     println!(
-        "stress: {} shims x {} searches on {} files: {total} answered, {errors} errors, {empty} empty; {:.0} searches/s; {}",
+        "stress: {} shims x {} searches on {} files: {total} answered, {errors} errors, {empty} semantic answers empty; {:.0} searches/s; {}",
         options.shims,
         options.queries,
         status.files,
@@ -102,6 +105,11 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     let data = tempfile::Builder::new()
         .prefix("amanmcp-bench-kills-")
         .tempdir_in("/tmp")?;
+    // The daemon refuses a data directory others can read.
+    std::fs::set_permissions(
+        data.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )?;
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;
     let mut clean = 0;
     let files: Vec<std::path::PathBuf> = list_files(&root);
