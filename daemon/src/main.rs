@@ -90,8 +90,12 @@ fn run(args: Args) -> anyhow::Result<()> {
             search_k,
         },
     };
+    // Requests run on blocking threads; more of them than a few per core only adds memory
+    // (each thread keeps its allocator's own heap), not speed.
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .max_blocking_threads((cores * 4).max(8))
         .build()?;
     runtime.block_on(server::run(config))?;
     Ok(())

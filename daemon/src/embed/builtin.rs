@@ -21,9 +21,12 @@ pub struct Builtin {
     batch_size: usize,
     max_bytes: usize,
     /// Document batches run here, so their work (and the matrix products candle spreads
-    /// over rayon inside each text) never queues ahead of a query, which runs on the
-    /// searching thread and the global pool.
+    /// over rayon inside each text) never queues ahead of a query.
     documents: rayon::ThreadPool,
+    /// Queries run here: apart from the documents, and at most one per core at a time, so
+    /// fifty clients searching at once queue for a moment instead of each holding a model
+    /// run's memory.
+    queries: rayon::ThreadPool,
 }
 
 impl Builtin {
@@ -37,8 +40,13 @@ impl Builtin {
             .thread_name(|i| format!("amanmcp-embed-{i}"))
             .build()
             .map_err(|e| EmbedError::Model(format!("cannot start the embedding threads: {e}")))?;
+        let queries = rayon::ThreadPoolBuilder::new()
+            .thread_name(|i| format!("amanmcp-query-{i}"))
+            .build()
+            .map_err(|e| EmbedError::Model(format!("cannot start the query threads: {e}")))?;
         Ok(Builtin {
             documents,
+            queries,
             encoder,
             // The cut changes the vectors, so it is part of the identity.
             model_id: format!("builtin:{}@{}:{max_bytes}b", info.id, info.revision),
@@ -91,9 +99,7 @@ impl Embedder for Builtin {
                 .ok_or_else(|| EmbedError::Model("no vector returned".into()))
         };
         match purpose {
-            // A query is encoded on the searching thread itself, outside the documents'
-            // pool, so it never waits behind the chunks being embedded.
-            Purpose::Query => texts.iter().map(one).collect(),
+            Purpose::Query => self.queries.install(|| texts.iter().map(one).collect()),
             // Documents run one text at a time, spread over the cores.
             Purpose::Document => self
                 .documents
