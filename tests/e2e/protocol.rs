@@ -190,6 +190,21 @@ fn ten_thousand_hostile_messages_each_get_their_code_and_id() {
             left -= 1;
         }
     }
+    // Arguments far over their limits get an error naming them, never a broken connection
+    // (a 16 KB path used to be echoed into a gRPC header: "h2 protocol error").
+    let long = "d/".repeat(10_000);
+    let reply = shim.call_tool("lookup", json!({"path": long}));
+    let text = reply["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("argument `path`"), "{reply}");
+    let uri = format!("file://{}/{long}x.py", root.display());
+    let reply = shim.request("resources/read", json!({"uri": uri}));
+    assert_eq!(reply["error"]["code"], -32002, "{reply}");
+    let message = reply["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.len() < 2048 && !message.contains("h2"), "{message}");
+    let reply = shim.call_tool("search", json!({"query": "q", "path": format!("{long}*")}));
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
     // Messages too large to read: discarded as they stream in, never held.
     for _ in 0..3 {
         let huge = format!(
