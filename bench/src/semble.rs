@@ -215,7 +215,8 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
                 let reply = shim.request(
                     "tools/call",
                     json!({"name": "search", "arguments": {
-                        "query": query.text, "limit": options.limit, "mode": mode}}),
+                        "query": query.text, "limit": options.limit, "mode": mode,
+                        "max_tokens": 100_000}}),
                 );
                 latencies
                     .entry(mode.clone())

@@ -2,7 +2,7 @@
 //! session's project root.
 //!
 //! [`tools`] holds the handlers, [`args`] checks arguments, [`render`] turns replies into
-//! results, [`schema`] describes the tools, [`resources`] serves `file://` URIs and
+//! results within [`budget`], [`schema`] describes the tools, [`resources`] serves `file://` URIs and
 //! [`prompts`] the prompt templates. This file holds the session and the protocol dispatch.
 
 // `logging/setLevel` and `notifications/message` are part of MCP 2025-11-25, which clients
@@ -10,6 +10,7 @@
 #![allow(deprecated)]
 
 mod args;
+mod budget;
 mod prompts;
 mod render;
 mod resources;

@@ -5,11 +5,20 @@ use amanmcp_proto::pb;
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Value, json};
 
+use super::budget::{self, Shape};
 use crate::status::{index_summary, indexing_notice};
 
-/// Render a search-shaped reply as readable text plus `structuredContent`.
-pub fn search_result(label: &str, reply: pb::SearchReply) -> CallToolResult {
+/// Render a search-shaped reply (a page starting at `offset`) as readable text plus
+/// `structuredContent`, within `shape`'s token budget.
+pub fn search_result(
+    label: &str,
+    mut reply: pb::SearchReply,
+    shape: Shape,
+    offset: u64,
+) -> CallToolResult {
     let index = reply.index.clone().unwrap_or_default();
+    let fitted = budget::fit_hits(&reply.results, shape);
+    reply.results = fitted.hits;
     let results: Vec<Value> = reply
         .results
         .iter()
@@ -20,8 +29,12 @@ pub fn search_result(label: &str, reply: pb::SearchReply) -> CallToolResult {
                 "end_line": hit.end_line,
                 "language": hit.language,
                 "score": hit.score,
-                "snippet": hit.snippet,
             });
+            if shape.compact {
+                item["first_line"] = json!(budget::first_line(&hit.snippet));
+            } else {
+                item["snippet"] = json!(hit.snippet);
+            }
             if let Some(symbol) = &hit.symbol {
                 item["symbol"] = json!(symbol);
             }
@@ -50,7 +63,26 @@ pub fn search_result(label: &str, reply: pb::SearchReply) -> CallToolResult {
     if let Some(notice) = &notice {
         structured["notice"] = json!(notice);
     }
-    let text = render_search(label, &reply, notice.as_deref());
+    let mut text = render_search(label, &reply, notice.as_deref(), shape.compact);
+    if fitted.cut || fitted.omitted > 0 {
+        if fitted.cut
+            && let Some(last) = structured["results"]
+                .as_array_mut()
+                .and_then(|r| r.last_mut())
+        {
+            budget::mark(last, "cut", json!(true));
+        }
+        structured["omitted"] = json!(fitted.omitted);
+        let next = (fitted.omitted > 0).then(|| offset + reply.results.len() as u64);
+        text.push('\n');
+        text.push_str(&budget::omitted_note(
+            fitted.omitted,
+            fitted.cut,
+            shape,
+            next,
+        ));
+        text.push('\n');
+    }
     structured_result(text, structured)
 }
 
@@ -61,10 +93,38 @@ pub fn structured_result(text: String, structured: Value) -> CallToolResult {
     result
 }
 
-/// A `lookup` reply: each match's code with its place, kind and enclosing symbol.
-pub fn lookup_result(symbol: Option<&str>, reply: &pb::LookupReply) -> CallToolResult {
-    let matches: Vec<Value> = reply
-        .matches
+/// A `lookup` reply: each match's code with its place, kind and enclosing symbol, within
+/// `shape`'s token budget (code cut at a line end, further matches left out).
+pub fn lookup_result(
+    symbol: Option<&str>,
+    reply: &pb::LookupReply,
+    shape: Shape,
+) -> CallToolResult {
+    let mut left = shape.max_tokens.saturating_sub(60);
+    let mut fitted: Vec<pb::LookupMatch> = Vec::new();
+    let mut budget_cut = false;
+    for m in &reply.matches {
+        let header =
+            budget::tokens(&m.path) + 20 + m.signature.as_deref().map_or(0, budget::tokens);
+        let body = budget::tokens(&m.code);
+        if header + body <= left {
+            left -= header + body;
+            fitted.push(m.clone());
+            continue;
+        }
+        if left > header + 40 || fitted.is_empty() {
+            let (part, lines) = budget::cut_at_lines(&m.code, left.saturating_sub(header));
+            let mut m = m.clone();
+            m.end_line = m.start_line + (lines as u32).max(1) - 1;
+            m.code = part.to_string();
+            m.truncated = true;
+            fitted.push(m);
+            budget_cut = true;
+        }
+        break;
+    }
+    let omitted = reply.matches.len() - fitted.len();
+    let matches: Vec<Value> = fitted
         .iter()
         .map(|m| {
             let mut item = json!({
@@ -89,7 +149,10 @@ pub fn lookup_result(symbol: Option<&str>, reply: &pb::LookupReply) -> CallToolR
             item
         })
         .collect();
-    let structured = json!({"matches": matches, "total": reply.total});
+    let mut structured = json!({"matches": matches, "total": reply.total});
+    if omitted > 0 {
+        structured["omitted"] = json!(omitted);
+    }
     let mut text = String::new();
     if reply.matches.is_empty() {
         text.push_str(&format!(
@@ -97,7 +160,7 @@ pub fn lookup_result(symbol: Option<&str>, reply: &pb::LookupReply) -> CallToolR
             symbol.unwrap_or_default()
         ));
     }
-    for m in &reply.matches {
+    for m in &fitted {
         text.push_str(&format!("{}:{}-{}", m.path, m.start_line, m.end_line));
         if let (Some(kind), Some(symbol)) = (&m.kind, &m.symbol) {
             text.push_str(&format!(" {kind} {symbol}"));
@@ -108,16 +171,28 @@ pub fn lookup_result(symbol: Option<&str>, reply: &pb::LookupReply) -> CallToolR
         text.push_str(&format!("\n```{}\n{}\n```\n", m.language, m.code));
         if m.truncated {
             text.push_str(&format!(
-                "(cut at {} lines of {}; pass start_line/end_line for more)\n",
-                m.end_line - m.start_line + 1,
-                m.total_lines
+                "(cut after line {} of {}; pass start_line: {} for more)\n",
+                m.end_line,
+                m.total_lines,
+                m.end_line + 1
             ));
         }
+    }
+    if omitted > 0 || budget_cut {
+        text.push_str(&format!(
+            "({omitted} more matches left out to stay within max_tokens={}; ask with a larger `max_tokens`, a `kind`, or a `path`)\n",
+            shape.max_tokens
+        ));
     }
     structured_result(text, structured)
 }
 
-fn render_search(query: &str, reply: &pb::SearchReply, notice: Option<&str>) -> String {
+fn render_search(
+    query: &str,
+    reply: &pb::SearchReply,
+    notice: Option<&str>,
+    compact: bool,
+) -> String {
     let mut out = String::new();
     if let Some(notice) = notice {
         out.push_str(notice);
@@ -142,6 +217,14 @@ fn render_search(query: &str, reply: &pb::SearchReply, notice: Option<&str>) -> 
             if let Some(kind) = &hit.kind {
                 out.push_str(&format!(" ({kind})"));
             }
+        }
+        if compact {
+            out.push_str(&format!(
+                " score {:.2}\n  {}\n",
+                hit.score,
+                budget::first_line(&hit.snippet)
+            ));
+            continue;
         }
         out.push_str(&format!(" score {:.2}\n```{}\n", hit.score, hit.language));
         out.push_str(&hit.snippet);

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 
+use super::budget::{DEFAULT_MAX_TOKENS, MAX_MAX_TOKENS, MIN_MAX_TOKENS};
 use super::{DEFAULT_LIMIT, DEFAULT_LOOKUP_LIMIT, MAX_LIMIT, MAX_LOOKUP_LIMIT, MAX_OFFSET};
 
 fn schema(value: Value) -> Arc<JsonObject> {
@@ -37,7 +38,8 @@ fn lookup_input() -> Value {
             "end_line": {"type": "integer", "minimum": 1, "description": "Last line to return (1-based, inclusive) when looking up a path."},
             "symbol": {"type": "string", "description": "A symbol name, bare (`request`) or qualified (`Session.request`, `Runtime::block_on`). With `path`, only that file is searched."},
             "kind": {"type": "string", "description": "Only symbols of this kind: function, method, class, struct, enum, trait, interface, impl, module, namespace, type, const, section, ..."},
-            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LOOKUP_LIMIT, "default": DEFAULT_LOOKUP_LIMIT, "description": "Most symbol matches to return (1-50, default 5)."}
+            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LOOKUP_LIMIT, "default": DEFAULT_LOOKUP_LIMIT, "description": "Most symbol matches to return (1-50, default 5)."},
+            "max_tokens": {"type": "integer", "minimum": MIN_MAX_TOKENS, "maximum": MAX_MAX_TOKENS, "default": DEFAULT_MAX_TOKENS, "description": "Most tokens the answer may take (bytes / 4): code is cut at a line end and further matches left out, and the answer says how to read on."}
         }
     })
 }
@@ -66,7 +68,8 @@ fn lookup_output() -> Value {
                     "required": ["path", "start_line", "end_line", "language", "code", "truncated", "total_lines"]
                 }
             },
-            "total": {"type": "integer"}
+            "total": {"type": "integer"},
+            "omitted": {"type": "integer", "description": "Matches left out to fit `max_tokens`."}
         },
         "required": ["matches", "total"]
     })
@@ -107,6 +110,19 @@ pub fn tools() -> Vec<Tool> {
                 "default": "hybrid",
                 "description": "hybrid (default): keywords and meaning, fused; lexical: exact words and identifiers only; semantic: meaning only."
             },
+            "max_tokens": {
+                "type": "integer",
+                "minimum": MIN_MAX_TOKENS,
+                "maximum": MAX_MAX_TOKENS,
+                "default": DEFAULT_MAX_TOKENS,
+                "description": "Most tokens the answer may take (estimated as bytes / 4). Results that do not fit are left out (the last one cut at a line end) and the answer says how to get them."
+            },
+            "format": {
+                "type": "string",
+                "enum": ["full", "compact"],
+                "default": "full",
+                "description": "full: each result's code; compact: path, lines, symbol and first line only (for reading the code with your own tools)."
+            },
             "offset": {
                 "type": "integer",
                 "minimum": 0,
@@ -132,12 +148,15 @@ pub fn tools() -> Vec<Tool> {
                         "symbol": {"type": "string"},
                         "kind": {"type": "string"},
                         "score": {"type": "number"},
-                        "snippet": {"type": "string", "description": "The code of the chunk."}
+                        "snippet": {"type": "string", "description": "The code of the chunk (absent with `format: compact`)."},
+                        "first_line": {"type": "string", "description": "The chunk's first non-blank line (`format: compact`)."},
+                        "cut": {"type": "boolean", "description": "The snippet was cut at a line end to fit `max_tokens`."}
                     },
-                    "required": ["path", "start_line", "end_line", "language", "score", "snippet"]
+                    "required": ["path", "start_line", "end_line", "language", "score"]
                 }
             },
             "total": {"type": "integer", "description": "Matching chunks in all."},
+            "omitted": {"type": "integer", "description": "Results of this page left out to fit `max_tokens`."},
             "truncated": {"type": "boolean", "description": "True when more results exist than returned."},
             "index": index_schema(),
             "semantic": {"type": "boolean", "description": "Whether semantic vectors took part in the ranking."},
@@ -223,7 +242,9 @@ pub fn tools() -> Vec<Tool> {
                     "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT, "description": "Maximum number of results (1-100, default 10)."},
                     "in_path": {"type": "string", "description": "Only files whose path matches this glob, e.g. `src/**/*.rs`."},
                     "mode": {"type": "string", "enum": ["hybrid", "lexical", "semantic"], "default": "hybrid", "description": "hybrid (default): shared terms and meaning, fused; lexical: shared terms only; semantic: meaning only."},
-                    "language": {"type": "string", "description": "Only files of this language, e.g. `rust`, `python`."}
+                    "language": {"type": "string", "description": "Only files of this language, e.g. `rust`, `python`."},
+                    "max_tokens": {"type": "integer", "minimum": MIN_MAX_TOKENS, "maximum": MAX_MAX_TOKENS, "default": DEFAULT_MAX_TOKENS, "description": "Most tokens the answer may take (bytes / 4); what does not fit is left out, and the answer says so."},
+                    "format": {"type": "string", "enum": ["full", "compact"], "default": "full", "description": "full: each result's code; compact: path, lines, symbol and first line only."}
                 }
             })),
         )

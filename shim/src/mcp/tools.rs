@@ -8,6 +8,7 @@ use rmcp::service::RequestContext;
 use serde_json::json;
 
 use super::args::{ToolError, optional_integer, optional_mode, optional_string, required_string};
+use super::budget::Shape;
 use super::render::{lookup_result, search_result, structured_result};
 use super::{
     AmanServer, DEFAULT_LIMIT, DEFAULT_LOOKUP_LIMIT, MAX_LIMIT, MAX_LOOKUP_LIMIT, MAX_OFFSET,
@@ -19,6 +20,7 @@ impl AmanServer {
     pub(super) async fn search(&self, args: &JsonObject) -> Result<CallToolResult, ToolError> {
         let query = required_string(args, "query")?;
         let limit = optional_integer(args, "limit", 1, MAX_LIMIT)?.unwrap_or(DEFAULT_LIMIT);
+        let shape = Shape::from_args(args)?;
         let path_glob = optional_string(args, "path")?;
         let language = optional_string(args, "language")?;
         let offset = optional_integer(args, "offset", 0, MAX_OFFSET)?.unwrap_or(0);
@@ -39,7 +41,7 @@ impl AmanServer {
                 async move { client.search(request).await.map(|r| r.into_inner()) }
             })
             .await?;
-        Ok(search_result(&format!("{query:?}"), reply))
+        Ok(search_result(&format!("{query:?}"), reply, shape, offset))
     }
 
     pub(super) async fn lookup(&self, args: &JsonObject) -> Result<CallToolResult, ToolError> {
@@ -50,6 +52,7 @@ impl AmanServer {
         let end_line = optional_integer(args, "end_line", 1, u32::MAX as u64)?;
         let limit =
             optional_integer(args, "limit", 1, MAX_LOOKUP_LIMIT)?.unwrap_or(DEFAULT_LOOKUP_LIMIT);
+        let shape = Shape::from_args(args)?;
         if path.is_none() && symbol.is_none() {
             return Err(ToolError::Argument(
                 "give `path` (a file in the project), `symbol` (e.g. `Session.request`), or both"
@@ -73,7 +76,7 @@ impl AmanServer {
                 async move { client.lookup(request).await.map(|r| r.into_inner()) }
             })
             .await?;
-        Ok(lookup_result(symbol.as_deref(), &reply))
+        Ok(lookup_result(symbol.as_deref(), &reply, shape))
     }
 
     pub(super) async fn reindex(
@@ -171,6 +174,7 @@ impl AmanServer {
         let symbol = optional_string(args, "symbol")?;
         let snippet = optional_string(args, "snippet")?;
         let limit = optional_integer(args, "limit", 1, MAX_LIMIT)?.unwrap_or(DEFAULT_LIMIT);
+        let shape = Shape::from_args(args)?;
         let label = match (&path, line, &symbol, &snippet) {
             (Some(path), Some(line), None, None) => format!("code similar to {path}:{line}"),
             (None, None, Some(symbol), None) => format!("code similar to {symbol}"),
@@ -205,7 +209,7 @@ impl AmanServer {
                 async move { client.similar(request).await.map(|r| r.into_inner()) }
             })
             .await?;
-        Ok(search_result(&label, reply))
+        Ok(search_result(&label, reply, shape, 0))
     }
 
     pub(super) async fn index_status(&self) -> Result<CallToolResult, ToolError> {
