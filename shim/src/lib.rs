@@ -3,7 +3,8 @@
 //! Knows MCP and the gRPC client; knows nothing about indexing. [`link`] reaches (and if
 //! needed starts) the daemon, [`framing`] reads stdin and [`gate`] judges every message, [`mcp`] is the MCP server,
 //! [`project`] decides which project a session serves, [`status`] is the one view of a
-//! project's status that `amanctl` and the tools share.
+//! project's status that `amanctl` and the tools share, [`setup`] writes clients' MCP
+//! configurations.
 
 pub mod framing;
 pub mod gate;
@@ -11,4 +12,5 @@ pub mod link;
 pub mod mcp;
 pub mod mcp_client;
 pub mod project;
+pub mod setup;
 pub mod status;

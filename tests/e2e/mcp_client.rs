@@ -192,3 +192,62 @@ fn the_manager_aggregates_tools_with_deny_lists_and_routes_calls() {
         manager.close_all().await;
     });
 }
+
+#[test]
+fn amanctl_setup_registers_amanmcp_beside_other_servers_and_the_result_works() {
+    let env = TestEnv::new();
+    let root = env.project("proj", &[("a.py", "def setupmarker():\n    pass\n")]);
+    let root_arg = root.to_str().unwrap();
+    let config = root.join(".mcp.json");
+    std::fs::write(
+        &config,
+        r#"{"mcpServers": {"other": {"command": "/bin/true"}}, "keep": 1}"#,
+    )
+    .unwrap();
+
+    let ran = env.amanctl(&["setup", "claude", root_arg]);
+    assert!(ran.ok(), "{}", ran.text());
+    assert!(ran.stdout.contains("registered"), "{}", ran.text());
+    let merged: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    assert_eq!(merged["mcpServers"]["other"]["command"], "/bin/true");
+    assert_eq!(merged["keep"], 1);
+    let command = merged["mcpServers"]["amanmcp"]["command"].as_str().unwrap();
+    assert!(std::path::Path::new(command).is_file(), "{command}");
+    // A second run changes nothing.
+    let ran = env.amanctl(&["setup", "claude", root_arg]);
+    assert!(ran.stdout.contains("already registers"), "{}", ran.text());
+
+    // --print writes nothing; a broken file is refused and left alone.
+    let ran = env.amanctl(&["setup", "cursor", root_arg, "--print"]);
+    assert!(
+        ran.ok() && ran.stdout.contains("\"mcpServers\""),
+        "{}",
+        ran.text()
+    );
+    assert!(!root.join(".cursor/mcp.json").exists());
+    std::fs::create_dir_all(root.join(".vscode")).unwrap();
+    std::fs::write(root.join(".vscode/mcp.json"), "{ nope").unwrap();
+    let ran = env.amanctl(&["setup", "vscode", root_arg]);
+    assert!(
+        !ran.ok() && ran.stderr.contains("not a JSON object"),
+        "{}",
+        ran.text()
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join(".vscode/mcp.json")).unwrap(),
+        "{ nope"
+    );
+
+    // The written configuration starts a working server (amanctl's own MCP client).
+    let ran = env.amanctl(&[
+        "mcp",
+        "call",
+        "amanmcp",
+        "search",
+        r#"{"query": "setupmarker"}"#,
+        "--project",
+        root_arg,
+    ]);
+    assert!(ran.ok(), "{}", ran.text());
+}

@@ -1,10 +1,12 @@
-//! `amanctl`: diagnostics for amanmcp. `amanctl status [--json]`, `amanctl stop`.
+//! `amanctl`: diagnostics and set-up for amanmcp. `amanctl status [--json]`, `amanctl stop`,
+//! `amanctl setup claude|cursor|vscode`.
+
+mod mcp;
 
 use std::process::ExitCode;
 use std::time::Duration;
 
 use amanmcp::link::state_name;
-use amanmcp::mcp_client;
 use amanmcp::status::{self, human_bytes};
 use amanmcp_proto::{endpoint, pb};
 use clap::{Parser, Subcommand};
@@ -43,6 +45,24 @@ enum Command {
     },
     /// Ask the daemon to stop.
     Stop,
+    /// Register amanmcp in an AI client's MCP configuration: the project's file (or the
+    /// user's, `--global`), merged, other servers and settings kept.
+    Setup {
+        /// The client.
+        #[arg(value_enum)]
+        client: amanmcp::setup::Client,
+        /// Project root (default: the current directory's project).
+        path: Option<std::path::PathBuf>,
+        /// The user's configuration instead of the project's.
+        #[arg(long)]
+        global: bool,
+        /// Print the configuration it would write instead of writing it.
+        #[arg(long)]
+        print: bool,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
     /// Check or use the MCP servers a project configures for Claude Code (`.mcp.json`) and
     /// Cursor (`.cursor/mcp.json`).
     Mcp {
@@ -106,8 +126,15 @@ fn main() -> ExitCode {
             Command::Index { path, no_wait } => index(path, no_wait).await,
             Command::Verify { path } => verify(path).await,
             Command::Stop => stop().await,
+            Command::Setup {
+                client,
+                path,
+                global,
+                print,
+                json,
+            } => setup(client, path.as_deref(), global, print, json),
             Command::Mcp { command } => match command {
-                McpCommand::Check { path, timeout } => mcp_check(path, timeout).await,
+                McpCommand::Check { path, timeout } => mcp::mcp_check(path, timeout).await,
                 McpCommand::Call {
                     server,
                     tool,
@@ -115,7 +142,7 @@ fn main() -> ExitCode {
                     project,
                     json,
                     timeout,
-                } => mcp_call(project, &server, &tool, &arguments, json, timeout).await,
+                } => mcp::mcp_call(project, &server, &tool, &arguments, json, timeout).await,
             },
         }
     })
@@ -335,165 +362,47 @@ async fn index(path: Option<std::path::PathBuf>, no_wait: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Each MCP config file found in a project, with its servers or why it cannot be read.
-type ConfigFiles = Vec<(String, Result<Vec<mcp_client::ConfiguredServer>, String>)>;
-
-fn configured_servers(
+fn setup(
+    client: amanmcp::setup::Client,
     path: Option<&std::path::Path>,
-) -> Result<(std::path::PathBuf, ConfigFiles), String> {
-    let root = amanmcp::project::resolve_root(Some(path.unwrap_or(std::path::Path::new("."))))
-        .map_err(|e| e.to_string())?;
-    let mut files = Vec::new();
-    for name in mcp_client::PROJECT_CONFIGS {
-        let config = root.join(name);
-        if config.is_file() {
-            files.push((name.to_string(), mcp_client::read_config(&config, &root)));
-        }
-    }
-    Ok((root, files))
-}
-
-async fn mcp_check(path: Option<std::path::PathBuf>, timeout: u64) -> ExitCode {
-    let (root, files) = match configured_servers(path.as_deref()) {
-        Ok(found) => found,
-        Err(e) => {
-            eprintln!("amanctl: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    if files.is_empty() {
-        println!(
-            "no MCP configuration in {} (looked for {})",
-            root.display(),
-            mcp_client::PROJECT_CONFIGS.join(", ")
-        );
-        return ExitCode::FAILURE;
-    }
-    let mut failed = false;
-    for (file, servers) in files {
-        let servers = match servers {
-            Ok(servers) => servers,
-            Err(e) => {
-                println!("{file}: {e}");
-                failed = true;
-                continue;
-            }
-        };
-        println!("{file}: {} server(s)", servers.len());
-        for server in servers {
-            let spec = match &server.spec {
-                Ok(spec) => spec,
-                Err(why) => {
-                    println!("  SKIP {}: {why}", server.name);
-                    continue;
-                }
-            };
-            let started = std::time::Instant::now();
-            match mcp_client::Client::start(&server.name, spec, Duration::from_secs(timeout)).await
-            {
-                Ok(mut client) => {
-                    let info = client
-                        .server_info()
-                        .map(|(n, v)| format!(" ({n} {v})"))
-                        .unwrap_or_default();
-                    match client.tools().await {
-                        Ok(tools) => {
-                            let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-                            println!(
-                                "  ok   {}{info}: started in {} ms, {} tool(s): {}",
-                                server.name,
-                                started.elapsed().as_millis(),
-                                names.len(),
-                                names.join(", ")
-                            );
-                        }
-                        Err(e) => {
-                            println!("  FAIL {}: {e}", server.name);
-                            failed = true;
-                        }
-                    }
-                    client.close().await;
-                }
-                Err(e) => {
-                    println!("  FAIL {}: {e}", server.name);
-                    failed = true;
-                }
-            }
-        }
-    }
-    if failed {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
-}
-
-async fn mcp_call(
-    project: Option<std::path::PathBuf>,
-    server: &str,
-    tool: &str,
-    arguments: &str,
+    global: bool,
+    print: bool,
     as_json: bool,
-    timeout: u64,
 ) -> ExitCode {
-    let arguments: serde_json::Map<String, serde_json::Value> =
-        match serde_json::from_str(arguments) {
-            Ok(serde_json::Value::Object(map)) => map,
-            Ok(_) => {
-                eprintln!("amanctl: the arguments must be a JSON object");
-                return ExitCode::FAILURE;
-            }
-            Err(e) => {
-                eprintln!("amanctl: the arguments are not valid JSON: {e}");
-                return ExitCode::FAILURE;
-            }
-        };
-    let (root, files) = match configured_servers(project.as_deref()) {
-        Ok(found) => found,
-        Err(e) => {
-            eprintln!("amanctl: {e}");
-            return ExitCode::FAILURE;
+    use amanmcp::setup;
+    let run = || -> Result<(setup::Plan, bool), String> {
+        let root = amanmcp::project::resolve_root(Some(path.unwrap_or(std::path::Path::new("."))))
+            .map_err(|e| e.to_string())?;
+        let home = std::env::var_os("HOME")
+            .map(std::path::PathBuf::from)
+            .ok_or("HOME is not set")?;
+        // The shim beside this amanctl, so the client needs nothing on its PATH.
+        let binary = std::env::current_exe()
+            .ok()
+            .and_then(|exe| exe.parent().map(|dir| dir.join("amanmcp")))
+            .filter(|p| p.is_file())
+            .unwrap_or_else(|| std::path::PathBuf::from("amanmcp"));
+        let file = setup::config_path(client, &root, global, &home).map_err(|e| e.to_string())?;
+        let plan = setup::plan(client, &file, &binary).map_err(|e| e.to_string())?;
+        let written = !print && !plan.unchanged;
+        if written {
+            setup::write(&plan).map_err(|e| e.to_string())?;
         }
+        Ok((plan, written))
     };
-    let spec = files
-        .into_iter()
-        .filter_map(|(_, servers)| servers.ok())
-        .flatten()
-        .find(|s| s.name == server)
-        .map(|s| s.spec);
-    let spec = match spec {
-        Some(Ok(spec)) => spec,
-        Some(Err(why)) => {
-            eprintln!("amanctl: server `{server}` cannot be started: {why}");
-            return ExitCode::FAILURE;
-        }
-        None => {
-            eprintln!(
-                "amanctl: no server named `{server}` in the MCP configuration of {}",
-                root.display()
-            );
-            return ExitCode::FAILURE;
-        }
-    };
-    let mut manager = mcp_client::Manager::new();
-    if let Err(e) = manager
-        .add(server, &spec, Duration::from_secs(timeout))
-        .await
-    {
-        eprintln!("amanctl: {e}");
-        return ExitCode::FAILURE;
-    }
-    let outcome = manager.call(Some(server), tool, arguments).await;
-    manager.close_all().await;
-    match outcome {
-        Ok(result) => {
+    match run() {
+        Ok((plan, written)) => {
             if as_json {
                 println!(
                     "{}",
-                    serde_json::to_string_pretty(&result).unwrap_or_default()
+                    json!({"path": plan.path, "written": written, "unchanged": plan.unchanged, "content": if print { Some(&plan.content) } else { None }})
                 );
+            } else if print {
+                print!("{}", plan.content);
+            } else if written {
+                println!("amanmcp registered in {}", plan.path.display());
             } else {
-                println!("{}", mcp_client::result_text(&result));
+                println!("{} already registers amanmcp", plan.path.display());
             }
             ExitCode::SUCCESS
         }
