@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use amanmcp_tests::TestEnv;
+use amanmcp_tests::{Ran, TestEnv};
 
 #[test]
 fn amanctl_status_exits_non_zero_when_the_daemon_is_down() {
@@ -315,4 +315,57 @@ fn a_daemon_out_of_file_descriptors_answers_errors_never_silent_empty_results() 
     env.verify_ok(&root, "after the load");
     let _ = daemon.kill();
     let _ = daemon.wait();
+}
+
+#[test]
+fn amanctl_doctor_reports_what_it_checks_and_fails_on_a_shared_socket_directory() {
+    let env = TestEnv::new();
+    // No daemon yet: a warning, not a failure (a shim starts it on demand).
+    let ran = env.amanctl(&["doctor"]);
+    assert!(ran.ok(), "{}", ran.text());
+    assert!(ran.stdout.contains("not running"), "{}", ran.text());
+    assert!(ran.stdout.contains("ok   shim"), "{}", ran.text());
+
+    let root = env.project("proj", &[("a.py", "def doctormarker():\n    pass\n")]);
+    let ran = env.amanctl_on(&root, &["index"]);
+    assert!(ran.ok(), "{}", ran.text());
+    let ran = env.amanctl(&["doctor", "--json"]);
+    assert!(ran.ok(), "{}", ran.text());
+    let report: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(report["ok"], true, "{report}");
+    let checks: Vec<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["check"].as_str().unwrap())
+        .collect();
+    for check in [
+        "shim",
+        "socket directory",
+        "daemon",
+        "open files",
+        "file watches",
+        "embedder",
+        "disk",
+    ] {
+        assert!(checks.contains(&check), "{check} missing from {report}");
+    }
+
+    // A socket in a directory others can read is a failure, with what to do.
+    let shared = env.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let ran = Ran::from(
+        env.command("amanctl")
+            .arg("doctor")
+            .env("AMANMCP_SOCKET", shared.join("amanmcpd.sock"))
+            .output()
+            .unwrap(),
+    );
+    assert!(!ran.ok(), "{}", ran.text());
+    assert!(
+        ran.stdout.contains("must be yours and 0700"),
+        "{}",
+        ran.text()
+    );
 }

@@ -1,6 +1,7 @@
 //! `amanctl`: diagnostics and set-up for amanmcp. `amanctl status [--json]`, `amanctl stop`,
-//! `amanctl setup claude|cursor|vscode`.
+//! `amanctl setup claude|cursor|vscode`, `amanctl doctor`.
 
+mod doctor;
 mod mcp;
 
 use std::process::ExitCode;
@@ -45,6 +46,13 @@ enum Command {
     },
     /// Ask the daemon to stop.
     Stop,
+    /// Check what amanmcp needs (socket, daemon and its version, shim, open files, file
+    /// watches, embedder, disk) and explain what is wrong. Exit 1 on a failure.
+    Doctor {
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
     /// Register amanmcp in an AI client's MCP configuration: the project's file (or the
     /// user's, `--global`), merged, other servers and settings kept.
     Setup {
@@ -126,6 +134,7 @@ fn main() -> ExitCode {
             Command::Index { path, no_wait } => index(path, no_wait).await,
             Command::Verify { path } => verify(path).await,
             Command::Stop => stop().await,
+            Command::Doctor { json } => doctor::doctor(json).await,
             Command::Setup {
                 client,
                 path,
