@@ -4,7 +4,7 @@
 //! needed starts) the daemon, [`framing`] reads stdin and [`gate`] judges every message, [`mcp`] is the MCP server,
 //! [`project`] decides which project a session serves, [`status`] is the one view of a
 //! project's status that `amanctl` and the tools share, [`setup`] writes clients' MCP
-//! configurations.
+//! configurations and [`service`] the daemon's service unit.
 
 pub mod framing;
 pub mod gate;
@@ -12,5 +12,6 @@ pub mod link;
 pub mod mcp;
 pub mod mcp_client;
 pub mod project;
+pub mod service;
 pub mod setup;
 pub mod status;

@@ -369,3 +369,56 @@ fn amanctl_doctor_reports_what_it_checks_and_fails_on_a_shared_socket_directory(
         ran.text()
     );
 }
+
+#[test]
+fn amanctl_service_writes_a_unit_that_runs_the_installed_daemon() {
+    let env = TestEnv::new();
+    let daemon = amanmcp_tests::bin("amanmcpd");
+    let ran = env.amanctl(&["service", "install", "--dry-run"]);
+    assert!(ran.ok(), "{}", ran.text());
+    assert!(
+        ran.stdout
+            .contains(&format!("ExecStart={}", daemon.display())),
+        "{}",
+        ran.text()
+    );
+    assert!(
+        ran.stdout
+            .contains("$ systemctl --user enable --now amanmcpd.service"),
+        "{}",
+        ran.text()
+    );
+    let unit = env
+        .path()
+        .join("home/.config/systemd/user/amanmcpd.service");
+    assert!(!unit.exists(), "a dry run wrote {}", unit.display());
+
+    // For real: the unit is written even where no user service manager runs (as here), and
+    // the error says so.
+    let ran = env.amanctl(&["service", "install"]);
+    assert!(unit.is_file(), "{}", ran.text());
+    if !ran.ok() {
+        assert!(
+            ran.stderr.contains("the unit is written at"),
+            "{}",
+            ran.text()
+        );
+    }
+    if let Ok(out) = std::process::Command::new("systemd-analyze")
+        .args(["verify", "--user"])
+        .arg(&unit)
+        .env("XDG_RUNTIME_DIR", env.path().join("run"))
+        .output()
+    {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let ran = env.amanctl(&["service", "status", "--json"]);
+    let report: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(report["installed"], true, "{report}");
+    env.amanctl(&["service", "uninstall"]);
+    assert!(!unit.exists());
+}

@@ -3,6 +3,7 @@
 
 mod doctor;
 mod mcp;
+mod service;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -46,6 +47,11 @@ enum Command {
     },
     /// Ask the daemon to stop.
     Stop,
+    /// Run the daemon as a systemd user service (Linux) or a launchd agent (macOS).
+    Service {
+        #[command(subcommand)]
+        command: service::ServiceCommand,
+    },
     /// Check what amanmcp needs (socket, daemon and its version, shim, open files, file
     /// watches, embedder, disk) and explain what is wrong. Exit 1 on a failure.
     Doctor {
@@ -135,6 +141,7 @@ fn main() -> ExitCode {
             Command::Verify { path } => verify(path).await,
             Command::Stop => stop().await,
             Command::Doctor { json } => doctor::doctor(json).await,
+            Command::Service { command } => service::service(command),
             Command::Setup {
                 client,
                 path,
