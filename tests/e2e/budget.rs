@@ -30,10 +30,6 @@ fn answers_stay_within_max_tokens_cut_at_line_ends_and_say_what_was_left_out() {
     let files: Vec<(String, String)> = (0..20)
         .map(|i| (format!("m{i}.py"), module(i, 12)))
         .collect();
-    let files: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(p, c)| (p.as_str(), c.as_str()))
-        .collect();
     let root = env.project("proj", &files);
     let mut shim = Shim::start(&env, &root);
     shim.initialize();

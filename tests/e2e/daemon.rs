@@ -226,10 +226,6 @@ fn a_daemon_out_of_file_descriptors_answers_errors_never_silent_empty_results() 
             )
         })
         .collect();
-    let files: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(p, c)| (p.as_str(), c.as_str()))
-        .collect();
     let root = env.project("proj", &files);
     let mut command = env.command("amanmcpd");
     {

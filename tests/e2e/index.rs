@@ -118,7 +118,7 @@ fn python_module(i: usize, version: usize) -> String {
 #[test]
 fn the_index_survives_sigkill_at_random_points_during_indexing_and_updates() {
     let env = TestEnv::new();
-    let root = env.project("big", &[]);
+    let root = env.project::<&str, &str>("big", &[]);
     let mut files: BTreeMap<String, (usize, usize)> = BTreeMap::new(); // path -> (id, version)
     let write = |path: &str, id: usize, version: usize| {
         let full = root.join(path);

@@ -55,10 +55,6 @@ fn the_ranking_stage_puts_definitions_and_source_first() {
     files.push(("src/sync/broadcast.rs".into(), BROADCAST_RS.into()));
     files.push(("tests/broadcast_test.rs".into(), BROADCAST_TEST_RS.into()));
     files.push(("docs/guide.md".into(), GUIDE_MD.into()));
-    let files: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(p, c)| (p.as_str(), c.as_str()))
-        .collect();
     let root = env.project("proj", &files);
     let mut shim = Shim::start(&env, &root);
     shim.initialize();

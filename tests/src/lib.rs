@@ -129,10 +129,10 @@ impl TestEnv {
     }
 
     /// Create a project directory with `files` (relative path, content).
-    pub fn project(&self, name: &str, files: &[(&str, &str)]) -> PathBuf {
+    pub fn project<P: AsRef<str>, C: AsRef<[u8]>>(&self, name: &str, files: &[(P, C)]) -> PathBuf {
         let root = self.path().join("projects").join(name);
         for (rel, content) in files {
-            let path = root.join(rel);
+            let path = root.join(rel.as_ref());
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(path, content).unwrap();
         }
