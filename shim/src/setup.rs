@@ -1,6 +1,6 @@
 //! `amanctl setup`: register amanmcp in an AI client's MCP configuration, merging into the
 //! file that is there (other servers and settings kept, the file left alone when it cannot
-//! be read as JSON).
+//! be read): JSON for Claude Code, Cursor and VS Code, TOML (comments kept) for Codex.
 
 use std::path::{Path, PathBuf};
 
@@ -15,6 +15,8 @@ pub enum Client {
     Cursor,
     /// VS Code: `.vscode/mcp.json` in the project.
     Vscode,
+    /// Codex: `~/.codex/config.toml` (Codex reads only the user's file).
+    Codex,
 }
 
 /// Why a configuration cannot be written.
@@ -66,6 +68,7 @@ pub fn config_path(
         (Client::Cursor, false) => root.join(".cursor/mcp.json"),
         (Client::Cursor, true) => home.join(".cursor/mcp.json"),
         (Client::Vscode, false) => root.join(".vscode/mcp.json"),
+        (Client::Codex, _) => home.join(".codex/config.toml"),
         (Client::Vscode, true) => {
             return Err(SetupError::Scope(
                 "VS Code keeps user-wide servers in its settings; use the project's .vscode/mcp.json (without --global)".into(),
@@ -82,7 +85,8 @@ fn entry(client: Client, binary: &Path) -> (&'static str, Value) {
             "servers",
             json!({"type": "stdio", "command": command, "args": ["serve"]}),
         ),
-        Client::Claude | Client::Cursor => {
+        // Codex's TOML is written apart (see `plan_toml`); the JSON shape is the same.
+        Client::Claude | Client::Cursor | Client::Codex => {
             ("mcpServers", json!({"command": command, "args": ["serve"]}))
         }
     }
@@ -100,6 +104,9 @@ pub fn plan(client: Client, path: &Path, binary: &Path) -> Result<Plan, SetupErr
             });
         }
     };
+    if client == Client::Codex {
+        return plan_toml(path, existing, binary);
+    }
     let mut config: Map<String, Value> = match existing.as_deref().map(str::trim) {
         None | Some("") => Map::new(),
         Some(text) => match serde_json::from_str::<Value>(text) {
@@ -141,6 +148,44 @@ pub fn plan(client: Client, path: &Path, binary: &Path) -> Result<Plan, SetupErr
     })
 }
 
+/// Codex's TOML: `[mcp_servers.amanmcp]` set, everything else (comments included) kept.
+fn plan_toml(path: &Path, existing: Option<String>, binary: &Path) -> Result<Plan, SetupError> {
+    let mut doc: toml_edit::DocumentMut =
+        existing
+            .as_deref()
+            .unwrap_or("")
+            .parse()
+            .map_err(|e: toml_edit::TomlError| SetupError::Unreadable {
+                path: path.to_path_buf(),
+                reason: e.to_string(),
+            })?;
+    let servers = doc
+        .entry("mcp_servers")
+        .or_insert_with(|| {
+            let mut table = toml_edit::Table::new();
+            table.set_implicit(true);
+            toml_edit::Item::Table(table)
+        })
+        .as_table_mut()
+        .ok_or_else(|| SetupError::Unreadable {
+            path: path.to_path_buf(),
+            reason: "`mcp_servers` is not a table".into(),
+        })?;
+    let mut server = toml_edit::Table::new();
+    server["command"] = toml_edit::value(binary.to_string_lossy().as_ref());
+    let mut args = toml_edit::Array::new();
+    args.push("serve");
+    server["args"] = toml_edit::value(args);
+    servers.insert("amanmcp", toml_edit::Item::Table(server));
+    let content = doc.to_string();
+    let unchanged = existing.as_deref() == Some(content.as_str());
+    Ok(Plan {
+        path: path.to_path_buf(),
+        content,
+        unchanged,
+    })
+}
+
 /// Write a plan (creating the directory), atomically: a temporary file renamed over it.
 pub fn write(plan: &Plan) -> Result<(), SetupError> {
     let io = |source| SetupError::Io {
@@ -150,7 +195,9 @@ pub fn write(plan: &Plan) -> Result<(), SetupError> {
     if let Some(dir) = plan.path.parent() {
         std::fs::create_dir_all(dir).map_err(io)?;
     }
-    let temp = plan.path.with_extension("json.amanmcp-tmp");
+    let mut temp = plan.path.clone().into_os_string();
+    temp.push(".amanmcp-tmp");
+    let temp = PathBuf::from(temp);
     std::fs::write(&temp, &plan.content).map_err(io)?;
     std::fs::rename(&temp, &plan.path).map_err(io)
 }
@@ -194,6 +241,37 @@ mod tests {
         let err = plan(Client::Cursor, &path, Path::new("amanmcp")).unwrap_err();
         assert!(err.to_string().contains("not a JSON object"), "{err}");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "{ broken");
+    }
+
+    #[test]
+    fn codex_toml_keeps_comments_and_other_servers() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(
+            &path,
+            "# my settings\nmodel = \"o3\"\n\n[mcp_servers.other]\ncommand = \"x\"\n",
+        )
+        .unwrap();
+        let plan = plan(Client::Codex, &path, Path::new("/b/amanmcp")).unwrap();
+        assert!(
+            plan.content.starts_with("# my settings\nmodel = \"o3\""),
+            "{}",
+            plan.content
+        );
+        let doc: toml_edit::DocumentMut = plan.content.parse().unwrap();
+        assert_eq!(doc["mcp_servers"]["other"]["command"].as_str(), Some("x"));
+        assert_eq!(
+            doc["mcp_servers"]["amanmcp"]["command"].as_str(),
+            Some("/b/amanmcp")
+        );
+        write(&plan).unwrap();
+        assert!(
+            super::plan(Client::Codex, &path, Path::new("/b/amanmcp"))
+                .unwrap()
+                .unchanged
+        );
+        std::fs::write(&path, "[[broken").unwrap();
+        assert!(super::plan(Client::Codex, &path, Path::new("/b/amanmcp")).is_err());
     }
 
     #[test]

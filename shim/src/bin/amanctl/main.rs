@@ -1,5 +1,5 @@
 //! `amanctl`: diagnostics and set-up for amanmcp. `amanctl status [--json]`, `amanctl stop`,
-//! `amanctl setup claude|cursor|vscode`, `amanctl doctor`.
+//! `amanctl setup claude|cursor|vscode|codex`, `amanctl doctor`, `amanctl service`.
 
 mod doctor;
 mod mcp;
