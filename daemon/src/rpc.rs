@@ -106,6 +106,7 @@ fn search_reply(outcome: crate::project::SearchOutcome) -> pb::SearchReply {
                 kind: hit.kind,
                 score: hit.score,
                 snippet: hit.body,
+                why: hit.why,
             })
             .collect(),
         total: outcome.total,

@@ -63,11 +63,29 @@ fn the_ranking_stage_puts_definitions_and_source_first() {
     for mode in ["lexical", "hybrid"] {
         let reply = shim.call_tool("search", json!({"query": "Deserialize", "mode": mode}));
         assert_eq!(paths(&reply)[0], "src/de.rs", "{mode}: {reply}");
+        // The answer says why: the evidence the ranking stage used.
+        let first = &reply["result"]["structuredContent"]["results"][0];
+        assert!(
+            first["why"]
+                .as_array()
+                .is_some_and(|w| w.iter().any(|r| r == "defines a name the query asks for")),
+            "{first}"
+        );
         let reply = shim.call_tool(
             "search",
             json!({"query": "broadcast channel receivers", "mode": mode}),
         );
         assert_eq!(paths(&reply)[0], "src/sync/broadcast.rs", "{mode}: {reply}");
+        let results = reply["result"]["structuredContent"]["results"]
+            .as_array()
+            .unwrap();
+        let test = results
+            .iter()
+            .find(|r| r["path"] == "tests/broadcast_test.rs");
+        assert!(
+            test.is_none_or(|t| t["why"].to_string().contains("(lower)")),
+            "{mode}: {reply}"
+        );
     }
     // Asking for tests ranks the tests above the code they test.
     let reply = shim.call_tool(

@@ -144,6 +144,8 @@ pub struct LexicalHit {
     pub score: f32,
     /// The chunk text.
     pub body: String,
+    /// What the ranking stage saw in this chunk (empty before it runs).
+    pub why: Vec<String>,
 }
 
 /// The tantivy index of one project.
@@ -305,6 +307,7 @@ impl Lexical {
             kind: text(f.kind),
             score,
             body: text(f.body).unwrap_or_default(),
+            why: Vec::new(),
         }
     }
 

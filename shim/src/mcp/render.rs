@@ -41,6 +41,9 @@ pub fn search_result(
             if let Some(kind) = &hit.kind {
                 item["kind"] = json!(kind);
             }
+            if !hit.why.is_empty() {
+                item["why"] = json!(hit.why);
+            }
             item
         })
         .collect();

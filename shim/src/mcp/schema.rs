@@ -150,7 +150,8 @@ pub fn tools() -> Vec<Tool> {
                         "score": {"type": "number"},
                         "snippet": {"type": "string", "description": "The code of the chunk (absent with `format: compact`)."},
                         "first_line": {"type": "string", "description": "The chunk's first non-blank line (`format: compact`)."},
-                        "cut": {"type": "boolean", "description": "The snippet was cut at a line end to fit `max_tokens`."}
+                        "cut": {"type": "boolean", "description": "The snippet was cut at a line end to fit `max_tokens`."},
+                        "why": {"type": "array", "items": {"type": "string"}, "description": "What the ranking stage saw in this result: a definition the query asks for, a file or directory its words name, a test or generated path."}
                     },
                     "required": ["path", "start_line", "end_line", "language", "score"]
                 }

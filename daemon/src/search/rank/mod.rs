@@ -179,12 +179,11 @@ pub fn rank(
     let file_words = naming_words(profile, &hits);
     let mut scored: Vec<(f32, LexicalHit)> = hits
         .into_iter()
-        .map(|hit| {
+        .map(|mut hit| {
             let base = (hit.score / best).max(0.0);
-            (
-                base * evidence(profile, &file_words, &hit, definitions),
-                hit,
-            )
+            let (factor, why) = evidence(profile, &file_words, &hit, definitions);
+            hit.why = why;
+            (base * factor, hit)
         })
         .collect();
     // File evidence: each chunk gains a share of its file's other chunks' scores, with
@@ -261,14 +260,15 @@ fn naming_words<'p>(profile: &'p Profile, hits: &[LexicalHit]) -> Vec<&'p str> {
         .collect()
 }
 
-/// The product of the factors that apply to `hit`.
+/// The product of the factors that apply to `hit`, and each rule that applied, in words.
 fn evidence(
     profile: &Profile,
     file_words: &[&str],
     hit: &LexicalHit,
     definitions: &dyn Definitions,
-) -> f32 {
+) -> (f32, Vec<String>) {
     let mut factor = 1.0;
+    let mut why = Vec::new();
     // The index is read only when a rule below can use what it says.
     let defined = if !profile.names.is_empty() || profile.kind == QueryKind::Prose {
         definitions.defined_in(hit)
@@ -283,31 +283,37 @@ fn evidence(
             QueryKind::Identifier => DEFINES_IDENTIFIER,
             _ => DEFINES_MENTIONED,
         };
+        why.push("defines a name the query asks for".to_string());
     } else if profile.kind == QueryKind::Prose
         && defined
             .iter()
             .any(|d| profile.spelled.iter().any(|s| singular(d) == s))
     {
         factor *= DEFINES_WORDS;
+        why.push("defines a name the query's words spell".to_string());
     }
     let (dirs, stem) = path_parts(&hit.path);
     let words = stem_words(&hit.path);
-    if file_words.iter().any(|w| names_file(w, &stem, &words)) {
+    if let Some(word) = file_words.iter().find(|w| names_file(w, &stem, &words)) {
         factor *= FILE_NAMED;
-    } else if profile
+        why.push(format!("file named by `{word}`"));
+    } else if let Some(word) = profile
         .words
         .iter()
-        .any(|w| dirs.iter().any(|d| d == w || singular(d) == singular(w)))
+        .find(|w| dirs.iter().any(|d| d == *w || singular(d) == singular(w)))
     {
         factor *= DIRECTORY_NAMED;
+        why.push(format!("directory named by `{word}`"));
     }
     if !profile.wants_secondary && is_secondary_path(&hit.path) {
         factor *= SECONDARY_PATH;
+        why.push("test, doc, example or generated path (lower)".to_string());
     }
     if is_reexport(&hit.body) {
         factor *= REEXPORT;
+        why.push("re-exports only (lower)".to_string());
     }
-    factor
+    (factor, why)
 }
 
 /// Words that introduce a definition in the languages the index reads (and those it only

@@ -25,6 +25,7 @@ fn hit(path: &str, score: f32) -> LexicalHit {
         kind: None,
         score,
         body: "fn body() { work(); }".into(),
+        why: Vec::new(),
     }
 }
 
