@@ -114,8 +114,17 @@ fn raise_fd_limit() {
             return;
         }
         let before = limit.rlim_cur;
-        if limit.rlim_cur < limit.rlim_max {
-            limit.rlim_cur = limit.rlim_max;
+        // An unlimited hard limit cannot be the soft one: the kernel caps it at nr_open.
+        let most = if limit.rlim_max == libc::RLIM_INFINITY {
+            std::fs::read_to_string("/proc/sys/fs/nr_open")
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+                .unwrap_or(1 << 20)
+        } else {
+            limit.rlim_max
+        };
+        if limit.rlim_cur < most {
+            limit.rlim_cur = most;
             if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
                 limit.rlim_cur = before;
             }
