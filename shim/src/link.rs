@@ -163,19 +163,21 @@ pub fn state_name(state: i32) -> &'static str {
     }
 }
 
+/// The binary `name` installed beside this executable (amanmcp's binaries are installed
+/// together), if it is there.
+pub fn installed_beside(name: &str) -> Option<PathBuf> {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|dir| dir.join(name)))
+        .filter(|p| p.is_file())
+}
+
 /// The daemon binary: `$AMANMCP_DAEMON_BIN`, else beside this executable, else from PATH.
 pub fn daemon_binary() -> PathBuf {
     if let Some(path) = std::env::var_os(DAEMON_BIN_ENV).filter(|p| !p.is_empty()) {
         return PathBuf::from(path);
     }
-    if let Some(beside) = std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.parent().map(|dir| dir.join("amanmcpd")))
-        .filter(|p| p.is_file())
-    {
-        return beside;
-    }
-    PathBuf::from("amanmcpd")
+    installed_beside("amanmcpd").unwrap_or_else(|| PathBuf::from("amanmcpd"))
 }
 
 /// Start `amanmcpd` detached (own process group, no stdin/stdout, stderr to its log).

@@ -221,10 +221,7 @@ async fn daemon_findings(out: &mut Vec<Finding>) {
 
 pub async fn doctor(as_json: bool) -> ExitCode {
     let mut findings = Vec::new();
-    let shim = std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.parent().map(|dir| dir.join("amanmcp")));
-    match shim.filter(|p| p.is_file()) {
+    match amanmcp::link::installed_beside("amanmcp") {
         Some(path) => findings.push(finding("ok", "shim", path.display().to_string())),
         None => findings.push(finding(
             "fail",

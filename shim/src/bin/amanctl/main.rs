@@ -393,10 +393,7 @@ fn setup(
             .map(std::path::PathBuf::from)
             .ok_or("HOME is not set")?;
         // The shim beside this amanctl, so the client needs nothing on its PATH.
-        let binary = std::env::current_exe()
-            .ok()
-            .and_then(|exe| exe.parent().map(|dir| dir.join("amanmcp")))
-            .filter(|p| p.is_file())
+        let binary = amanmcp::link::installed_beside("amanmcp")
             .unwrap_or_else(|| std::path::PathBuf::from("amanmcp"));
         let file = setup::config_path(client, &root, global, &home).map_err(|e| e.to_string())?;
         let plan = setup::plan(client, &file, &binary).map_err(|e| e.to_string())?;

@@ -37,10 +37,7 @@ pub enum ServiceCommand {
 
 fn definition() -> Result<Service, String> {
     let home = std::env::var_os("HOME").ok_or("HOME is not set")?;
-    let daemon = std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.parent().map(|dir| dir.join("amanmcpd")))
-        .filter(|p| p.is_file())
+    let daemon = amanmcp::link::installed_beside("amanmcpd")
         .ok_or("no `amanmcpd` beside amanctl: install both (packaging/install.sh)")?;
     Ok(service::service(&daemon, std::path::Path::new(&home)))
 }
