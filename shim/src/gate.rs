@@ -128,14 +128,10 @@ impl Gate {
 /// The id of a message that did not parse, if the text shows one plainly.
 fn readable_id(line: &[u8]) -> Value {
     let text = String::from_utf8_lossy(line);
-    let Some(at) = text.find("\"id\"") else {
+    let Some(rest) = top_level_id(&text) else {
         return Value::Null;
     };
-    let rest = text[at + 4..].trim_start();
-    let Some(rest) = rest.strip_prefix(':') else {
-        return Value::Null;
-    };
-    let mut stream = serde_json::Deserializer::from_str(rest.trim_start()).into_iter::<Value>();
+    let mut stream = serde_json::Deserializer::from_str(rest).into_iter::<Value>();
     match stream.next() {
         Some(Ok(id)) if id.is_string() || id.is_i64() || id.is_u64() => id,
         _ => Value::Null,
@@ -144,17 +140,22 @@ fn readable_id(line: &[u8]) -> Value {
 
 /// The text of a numeric top-level id exactly as the client wrote it (`-0.0`, `2e3`).
 fn raw_number_id(line: &[u8]) -> Option<&str> {
-    let text = std::str::from_utf8(line).ok()?;
-    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
-    // Only a message that parsed as an object reaches here; find its `id` key at depth 1.
-    stream.next()?.ok()?;
+    let rest = top_level_id(std::str::from_utf8(line).ok()?)?;
+    let end = rest
+        .find(|c: char| !(c.is_ascii_digit() || matches!(c, '-' | '+' | '.' | 'e' | 'E')))
+        .unwrap_or(rest.len());
+    (end > 0).then(|| &rest[..end])
+}
+
+/// The text from the top-level `"id"` member's value on, found without parsing (the text
+/// may not parse): a key `"id"` directly inside the outer object, never one nested deeper
+/// or a string value that happens to read `"id"`.
+fn top_level_id(text: &str) -> Option<&str> {
+    let bytes = text.as_bytes();
     let mut depth = 0usize;
     let mut in_string = false;
     let mut escaped = false;
-    let bytes = text.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
+    for (i, &b) in bytes.iter().enumerate() {
         if in_string {
             match (escaped, b) {
                 (true, _) => escaped = false,
@@ -162,24 +163,22 @@ fn raw_number_id(line: &[u8]) -> Option<&str> {
                 (false, b'"') => in_string = false,
                 _ => {}
             }
-        } else {
-            match b {
-                b'{' | b'[' => depth += 1,
-                b'}' | b']' => depth = depth.saturating_sub(1),
-                b'"' if depth == 1 && text[i..].starts_with("\"id\"") => {
-                    let rest = text[i + 4..].trim_start().strip_prefix(':')?.trim_start();
-                    let end = rest
-                        .find(|c: char| {
-                            !(c.is_ascii_digit() || matches!(c, '-' | '+' | '.' | 'e' | 'E'))
-                        })
-                        .unwrap_or(rest.len());
-                    return (end > 0).then(|| &rest[..end]);
-                }
-                b'"' => in_string = true,
-                _ => {}
-            }
+            continue;
         }
-        i += 1;
+        match b {
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            b'"' => {
+                if depth == 1
+                    && text[i..].starts_with("\"id\"")
+                    && let Some(rest) = text[i + 4..].trim_start().strip_prefix(':')
+                {
+                    return Some(rest.trim_start());
+                }
+                in_string = true;
+            }
+            _ => {}
+        }
     }
     None
 }
@@ -290,6 +289,11 @@ mod tests {
         );
         assert_eq!(code(gate.check(deep.as_bytes())), (-32700, json!("deep")));
         assert_eq!(code(gate.check(b"{oops")), (-32700, Value::Null));
+        // The id is the outer object's, not one nested in params or a value reading "id".
+        let mut nested = br#"{"jsonrpc":"2.0","method":"id","params":{"id":5,"q":""#.to_vec();
+        nested.extend_from_slice(&[0xff]);
+        nested.extend_from_slice(br#""},"id":9}"#);
+        assert_eq!(code(gate.check(&nested)), (-32700, json!(9)));
     }
 
     /// A small deterministic generator for the seeded fuzz below.
