@@ -2,7 +2,6 @@
 //! rounds of `kill -9` at random moments of indexing and embedding, each restart checked with
 //! `verify`. Figures for the hardening notes; the e2e tests run the same with small counts.
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use amanmcp_proto::pb;
@@ -112,7 +111,8 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     )?;
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;
     let mut clean = 0;
-    let files: Vec<std::path::PathBuf> = list_files(&root);
+    let mut files = source_files(&root);
+    files.sort();
     for round in 0..options.kills {
         let (mut daemon, mut client) = start_daemon_on(Some(data.path()), &[]).await?;
         client
@@ -169,32 +169,4 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         options.kills + 1
     );
     Ok(())
-}
-
-/// The regular files under `root` the index would read (by extension), sorted.
-fn list_files(root: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if entry.file_name().to_string_lossy().starts_with('.') {
-                continue;
-            }
-            if path.is_dir() {
-                stack.push(path);
-            } else if path
-                .extension()
-                .and_then(|e| e.to_str())
-                .is_some_and(|e| ["go", "rs", "py", "js", "ts", "c", "java"].contains(&e))
-            {
-                out.push(path);
-            }
-        }
-    }
-    out.sort();
-    out
 }

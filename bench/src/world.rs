@@ -135,16 +135,20 @@ pub fn summary(mut samples: Vec<f64>) -> String {
     )
 }
 
-/// A file to edit for the single-file change figure: the first source file found.
-pub fn first_source_file(dir: &Path) -> Option<PathBuf> {
+/// Source files under `dir` (hidden entries skipped), in walk order: directories are
+/// visited last-pushed first, entries sorted by name.
+pub fn source_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(dir) = stack.pop() {
-        let mut entries: Vec<_> = std::fs::read_dir(&dir).ok()?.flatten().collect();
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut entries: Vec<_> = entries.flatten().collect();
         entries.sort_by_key(|e| e.file_name());
         for entry in entries {
             let path = entry.path();
-            let name = entry.file_name();
-            if name.to_string_lossy().starts_with('.') {
+            if entry.file_name().to_string_lossy().starts_with('.') {
                 continue;
             }
             if path.is_dir() {
@@ -155,11 +159,16 @@ pub fn first_source_file(dir: &Path) -> Option<PathBuf> {
                 ]
                 .contains(&e)
             }) {
-                return Some(path);
+                out.push(path);
             }
         }
     }
-    None
+    out
+}
+
+/// A file to edit for the single-file change figure: the first source file found.
+pub fn first_source_file(dir: &Path) -> Option<PathBuf> {
+    source_files(dir).into_iter().next()
 }
 
 /// Copy `from` into `to` (regular files and directories only).
