@@ -76,15 +76,22 @@ pub fn reconcile(
             gone += 1;
         }
     }
+    // Files chunked by another chunker version are read and chunked again, whatever their
+    // size, mtime and hash say.
+    let rechunk = index.store.chunker_version()? != Some(crate::chunk::CHUNKER_VERSION);
     let mut stats = diff(
         &scanned.files,
         &known,
+        rechunk,
         writer,
         limits,
         &|n| progress.add_done(n),
         &|reason| progress.add_skipped(reason),
     )?;
     stats.removed += gone;
+    if rechunk {
+        writer.send_or_gone(WriteOp::ChunkerVersion(crate::chunk::CHUNKER_VERSION))?;
+    }
     writer.flush()?;
     progress.end_pass(
         stats.source_bytes,
@@ -126,7 +133,7 @@ pub fn update(
     }
     let mut files: Vec<Candidate> = files.into_values().collect();
     files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
-    let stats = diff(&files, &known, writer, limits, &|_| {}, &|_| {})?;
+    let stats = diff(&files, &known, false, writer, limits, &|_| {}, &|_| {})?;
     if stats.changed + stats.removed > 0 {
         writer.flush()?;
     }
@@ -146,10 +153,13 @@ fn keep_unreadable(known: &mut HashMap<String, FileRecord>, dirs: &[String]) {
     }
 }
 
-/// Compare `files` (on disk) with `known` (in LMDB) and send the differences to the writer.
+/// Compare `files` (on disk) with `known` (in LMDB) and send the differences to the writer;
+/// with `rechunk`, every file counts as changed.
+#[allow(clippy::too_many_arguments)]
 fn diff(
     files: &[Candidate],
     known: &HashMap<String, FileRecord>,
+    rechunk: bool,
     writer: &WriterHandle,
     limits: Limits,
     on_done: &(dyn Fn(u64) + Sync),
@@ -164,9 +174,10 @@ fn diff(
         removed.fetch_add(1, Ordering::Relaxed);
     }
     let (unchanged, to_read): (Vec<&Candidate>, Vec<&Candidate>) = files.iter().partition(|c| {
-        known
-            .get(&c.rel_path)
-            .is_some_and(|r| r.size == c.size && r.mtime_ns == c.mtime_ns)
+        !rechunk
+            && known
+                .get(&c.rel_path)
+                .is_some_and(|r| r.size == c.size && r.mtime_ns == c.mtime_ns)
     });
     let source_bytes = AtomicU64::new(unchanged.iter().map(|c| c.size).sum());
     let failed: std::sync::Mutex<Option<std::io::Error>> = std::sync::Mutex::new(None);
@@ -179,7 +190,7 @@ fn diff(
             let op = match scan::read_text(&candidate.abs_path, limits) {
                 ReadOutcome::Text(text, hash) => {
                     source_bytes.fetch_add(text.len() as u64, Ordering::Relaxed);
-                    if previous.is_some_and(|r| r.hash == hash) {
+                    if !rechunk && previous.is_some_and(|r| r.hash == hash) {
                         Some(WriteOp::Touch {
                             path: candidate.rel_path.clone(),
                             size: candidate.size,

@@ -71,6 +71,9 @@ pub enum WriteOp {
     Remove(String),
     /// Vectors for chunks waiting for one (from the embedding worker).
     Vectors(Vec<EmbeddedChunk>),
+    /// Every file has been chunked again with this chunker version (after the upserts
+    /// sent before it).
+    ChunkerVersion(u64),
     /// Commit now and report the outcome.
     Flush(mpsc::Sender<Result<(), IndexError>>),
 }
@@ -148,6 +151,7 @@ enum Staged {
     Touch(String, u64, u64),
     Remove(String),
     Vectors(Vec<EmbeddedChunk>),
+    ChunkerVersion(u64),
 }
 
 struct Writer {
@@ -287,6 +291,7 @@ impl Writer {
                 self.staged.push(Staged::Remove(path));
             }
             WriteOp::Vectors(items) => self.staged.push(Staged::Vectors(items)),
+            WriteOp::ChunkerVersion(version) => self.staged.push(Staged::ChunkerVersion(version)),
             WriteOp::Flush(_) => unreachable!("flush is handled by run"),
         }
         Ok(())
@@ -357,6 +362,7 @@ impl Writer {
                 }
                 Staged::Touch(path, size, mtime_ns) => txn.touch_file(&path, size, mtime_ns)?,
                 Staged::Remove(path) => txn.remove_file(&path)?,
+                Staged::ChunkerVersion(version) => txn.set_chunker_version(version)?,
                 Staged::Vectors(items) => {
                     n_vectors += txn.put_vectors(&items)?;
                 }

@@ -1,5 +1,5 @@
-//! Syntax-aware chunking: tree-sitter for 13 languages, headings for Markdown, line windows
-//! for everything else.
+//! Syntax-aware chunking: tree-sitter for the languages in [`languages`], headings for
+//! Markdown, line windows for everything else.
 //!
 //! The walk partitions a file's lines into ordered segments (gaps between items, items,
 //! container headers), so chunks cover every non-blank line by construction. Containers
@@ -9,6 +9,7 @@
 
 mod builder;
 mod languages;
+mod naming;
 mod walker;
 
 use crate::chunk::{self, Chunk};
@@ -59,22 +60,11 @@ const MAX_PARSE_BYTES: usize = 1 << 20;
 const MAX_SIGNATURE_BYTES: usize = 300;
 
 /// Languages chunked by syntax (tree-sitter), plus `markdown` (by headings).
-pub const SYNTAX_LANGUAGES: &[&str] = &[
-    "rust",
-    "python",
-    "javascript",
-    "typescript",
-    "tsx",
-    "go",
-    "java",
-    "c",
-    "cpp",
-    "csharp",
-    "ruby",
-    "php",
-    "bash",
-    "markdown",
-];
+pub fn syntax_languages() -> impl Iterator<Item = &'static str> {
+    languages::all()
+        .map(|spec| spec.name)
+        .chain(std::iter::once("markdown"))
+}
 
 /// Chunk `text` of the given language.
 pub fn chunk_file(language: &str, text: &str) -> Chunked {

@@ -3,8 +3,9 @@
 
 use tree_sitter::Node;
 
-use super::builder::{Builder, end_row, node_text};
-use super::languages::{Item, NameRule, Spec};
+use super::builder::{Builder, end_row};
+use super::languages::Spec;
+use super::naming::Named;
 use super::*;
 
 pub(super) struct Walker<'s> {
@@ -18,11 +19,13 @@ pub(super) struct Def<'t> {
     pub(super) outer: Node<'t>,
     /// The definition node itself.
     pub(super) node: Node<'t>,
-    pub(super) item: &'static Item,
     pub(super) name: String,
     /// Parent qualification implied by the name itself (C++ `Foo::bar`, Go receivers).
     pub(super) scope: Option<String>,
     pub(super) kind: &'static str,
+    /// Whether its members are definitions to walk (a container item, unless its name rule
+    /// says otherwise: an Elixir `def` is a call like `defmodule`).
+    pub(super) container: bool,
 }
 
 impl<'s> Walker<'s> {
@@ -42,23 +45,53 @@ impl<'s> Walker<'s> {
     ) {
         let mut cursor = lo;
         let mut leading: Option<usize> = None;
-        let mut walk = node.walk();
-        for child in node.named_children(&mut walk) {
+        let mut last_leading_end = 0;
+        // The previous definition at this level, for clauses of one function in a row.
+        let mut previous: Option<(usize, String)> = None;
+        for child in self.children(node) {
             let start = child.start_position().row;
             if start >= hi {
                 break;
             }
             if self.spec.leading.contains(&child.kind()) {
+                // A blank line ends a run of comments: what is above it is not the doc.
+                if leading.is_some() && start > last_leading_end + 1 {
+                    leading = None;
+                }
                 leading.get_or_insert(start.max(cursor));
+                last_leading_end = child.end_position().row;
                 continue;
+            }
+            if leading.is_some() && start > last_leading_end + 1 {
+                leading = None;
             }
             let Some(def) = self.definition(child, parent_kind) else {
                 leading = None;
+                previous = None;
                 continue;
             };
             let def_start = leading.take().unwrap_or(start).max(cursor);
             let def_end = end_row(def.outer).max(def_start + 1).min(hi);
+            if let Some((symbol, _)) = previous.as_ref().filter(|(symbol, name)| {
+                *name == def.name && out.symbols[*symbol].kind == def.kind && !def.container
+            }) {
+                // Another clause of the same function (Haskell, Elixir): one symbol, one item.
+                let symbol = *symbol;
+                let end = def_end.max(out.symbols[symbol].end_line as usize);
+                out.symbols[symbol].end_line = end as u32;
+                if segments && def_end > cursor {
+                    match out.segs.last_mut() {
+                        Some(seg) if seg.symbol == Some(symbol) && seg.end == cursor => {
+                            seg.end = def_end;
+                        }
+                        _ => out.push_seg(cursor, def_end, Some(symbol)),
+                    }
+                    cursor = def_end;
+                }
+                continue;
+            }
             let symbol = self.record(out, &def, def_start, def_end, parent);
+            previous = self.spec.clauses.then(|| (symbol, def.name.clone()));
             if !segments {
                 self.members(out, &def, symbol, def_start, def_end, depth);
                 continue;
@@ -87,8 +120,8 @@ impl<'s> Walker<'s> {
         end: usize,
         depth: usize,
     ) {
-        if def.item.container && depth < MAX_DEPTH {
-            let body = def.node.child_by_field_name("body").unwrap_or(def.node);
+        if def.container && depth < MAX_DEPTH {
+            let body = self.body(def.node);
             let qualified = out.symbols[symbol].qualified.clone();
             self.container(
                 out,
@@ -119,15 +152,15 @@ impl<'s> Walker<'s> {
                 .map(|l| l.len() + 1)
                 .sum::<usize>()
                 > MAX_CHUNK_BYTES;
-        if !(too_big && def.item.container && depth < MAX_DEPTH) {
+        if !(too_big && def.container && depth < MAX_DEPTH) {
             out.push_seg(start, end, Some(symbol));
             self.members(out, def, symbol, start, end, depth);
             return;
         }
-        let body = def.node.child_by_field_name("body").unwrap_or(def.node);
-        let mut walk = body.walk();
-        let first_member = body
-            .named_children(&mut walk)
+        let body = self.body(def.node);
+        let first_member = self
+            .children(body)
+            .into_iter()
             .map(|c| c.start_position().row)
             .find(|row| *row > start);
         let header_end = first_member.unwrap_or(end).clamp(start + 1, end);
@@ -210,17 +243,42 @@ impl<'s> Walker<'s> {
             let next = match field {
                 Some(field) => inner.child_by_field_name(field),
                 None => {
-                    let mut walk = inner.walk();
-                    inner.named_children(&mut walk).last()
+                    let children = self.children(inner);
+                    children
+                        .iter()
+                        .find(|c| self.spec.items.iter().any(|i| i.node == c.kind()))
+                        .or(children.last())
+                        .copied()
                 }
             };
             inner = next?;
         }
         let item = self.spec.items.iter().find(|i| i.node == inner.kind())?;
-        let (name, scope, kind) = self.name(inner, item)?;
+        let Named {
+            name,
+            scope,
+            kind,
+            container,
+        } = self.name(inner, item)?;
+        if name.is_empty() {
+            return None;
+        }
         let in_type = matches!(
             parent_kind,
-            Some("class" | "impl" | "trait" | "interface" | "struct" | "record" | "enum")
+            Some(
+                "class"
+                    | "impl"
+                    | "trait"
+                    | "interface"
+                    | "struct"
+                    | "record"
+                    | "enum"
+                    | "extension"
+                    | "protocol"
+                    | "object"
+                    | "mixin"
+                    | "instance"
+            )
         );
         let kind = if kind == "function" && in_type {
             "method"
@@ -230,106 +288,41 @@ impl<'s> Walker<'s> {
         Some(Def {
             outer: node,
             node: inner,
-            item,
             name,
             scope,
             kind,
+            container,
         })
     }
 
-    /// (name, scope implied by the name, kind)
-    pub(super) fn name(
-        &self,
-        node: Node<'_>,
-        item: &'static Item,
-    ) -> Option<(String, Option<String>, &'static str)> {
-        let text = |n: Node<'_>| node_text(n, self.src).to_string();
-        match item.name {
-            NameRule::Field(field) => {
-                let name = node.child_by_field_name(field).map(text)?;
-                Some((name, None, item.kind))
-            }
-            NameRule::RustImpl => {
-                let ty = node.child_by_field_name("type").map(text)?;
-                let ty = ty.split('<').next().unwrap_or(&ty).trim().to_string();
-                Some((ty, None, item.kind))
-            }
-            NameRule::CDeclarator => {
-                let mut decl = node.child_by_field_name("declarator")?;
-                for _ in 0..8 {
-                    match decl.kind() {
-                        "identifier" | "field_identifier" | "type_identifier"
-                        | "destructor_name" | "operator_name" | "primitive_type" => {
-                            return Some((text(decl), None, item.kind));
-                        }
-                        "qualified_identifier" => {
-                            let full = text(decl);
-                            return Some(match full.rsplit_once("::") {
-                                Some((scope, name)) => {
-                                    (name.to_string(), Some(scope.to_string()), "method")
-                                }
-                                None => (full, None, item.kind),
-                            });
-                        }
-                        _ => {
-                            decl = decl.child_by_field_name("declarator").or_else(|| {
-                                let mut walk = decl.walk();
-                                decl.named_children(&mut walk).next()
-                            })?;
-                        }
-                    }
-                }
-                None
-            }
-            NameRule::GoMethod => {
-                let name = node.child_by_field_name("name").map(text)?;
-                let receiver = node
-                    .child_by_field_name("receiver")
-                    .map(text)
-                    .unwrap_or_default();
-                // `(s *Server)` -> `Server`
-                let ty = receiver
-                    .trim_matches(|c| c == '(' || c == ')')
-                    .split_whitespace()
-                    .last()
-                    .unwrap_or("")
-                    .trim_start_matches('*')
-                    .split('[')
-                    .next()
-                    .unwrap_or("")
-                    .to_string();
-                Some((name, (!ty.is_empty()).then_some(ty), item.kind))
-            }
-            NameRule::GoType => {
-                let mut walk = node.walk();
-                let spec = node
-                    .named_children(&mut walk)
-                    .find(|c| c.kind() == "type_spec" || c.kind() == "type_alias")?;
-                let name = spec.child_by_field_name("name").map(text)?;
-                let kind = match spec.child_by_field_name("type").map(|t| t.kind()) {
-                    Some("struct_type") => "struct",
-                    Some("interface_type") => "interface",
-                    _ => "type",
-                };
-                Some((name, None, kind))
-            }
-            NameRule::JsDeclarator => {
-                let mut walk = node.walk();
-                let declarator = node
-                    .named_children(&mut walk)
-                    .find(|c| c.kind() == "variable_declarator")?;
-                let value = declarator.child_by_field_name("value")?;
-                let kind = match value.kind() {
-                    "arrow_function"
-                    | "function_expression"
-                    | "function"
-                    | "generator_function" => "function",
-                    "class" => "class",
-                    _ => return None,
-                };
-                let name = declarator.child_by_field_name("name").map(text)?;
-                Some((name, None, kind))
+    /// The named children of `node`, with those of transparent nodes in their place.
+    pub(super) fn children<'t>(&self, node: Node<'t>) -> Vec<Node<'t>> {
+        let mut out = Vec::new();
+        let mut walk = node.walk();
+        for child in node.named_children(&mut walk) {
+            if self.spec.transparent.contains(&child.kind()) {
+                out.extend(self.children(child));
+            } else {
+                out.push(child);
             }
         }
+        out
+    }
+
+    /// Where a container's members are: its `body` field, else the first of the spec's
+    /// bodies (a field or a child's kind), else the container itself.
+    pub(super) fn body<'t>(&self, node: Node<'t>) -> Node<'t> {
+        if let Some(body) = node.child_by_field_name("body") {
+            return body;
+        }
+        for body in self.spec.bodies {
+            if let Some(found) = node.child_by_field_name(body).or_else(|| {
+                let mut walk = node.walk();
+                node.named_children(&mut walk).find(|c| c.kind() == *body)
+            }) {
+                return found;
+            }
+        }
+        node
     }
 }

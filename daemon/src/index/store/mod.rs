@@ -58,6 +58,7 @@ mod meta_key {
     pub const NEXT_CHUNK_ID: &str = "next_chunk_id";
     pub const EMBED_MODEL: &str = "embed_model";
     pub const EMBED_DIMS: &str = "embed_dims";
+    pub const CHUNKER_VERSION: &str = "chunker_version";
 }
 
 /// The arroy index (within the vectors database) holding the chunk vectors.
@@ -201,6 +202,11 @@ impl Store {
     /// The format version recorded, if any.
     pub fn format_version(&self) -> Result<Option<u64>, IndexError> {
         self.meta_u64(meta_key::FORMAT_VERSION)
+    }
+
+    /// The chunker version the indexed files were chunked with, if recorded.
+    pub fn chunker_version(&self) -> Result<Option<u64>, IndexError> {
+        self.meta_u64(meta_key::CHUNKER_VERSION)
     }
 
     fn meta_u64(&self, key: &str) -> Result<Option<u64>, IndexError> {
@@ -490,6 +496,12 @@ impl<'s> StoreTxn<'s> {
             }
             Ok(())
         })
+    }
+
+    /// Record the chunker version every indexed file is now chunked with.
+    pub fn set_chunker_version(&mut self, version: u64) -> Result<(), IndexError> {
+        let version = version.to_le_bytes();
+        self.write(|store, wtxn| Ok(store.meta.put(wtxn, meta_key::CHUNKER_VERSION, &version)?))
     }
 
     /// Commit, persisting the chunk id counter.

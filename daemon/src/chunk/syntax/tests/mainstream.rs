@@ -1,24 +1,8 @@
-//! Chunk invariants and symbols for every language the chunker knows.
+//! Chunk invariants and symbols for the first languages.
 
-use super::{Chunked, MAX_CHUNK_LINES, chunk_file};
+use super::check;
 use crate::chunk::check_chunk_invariants;
-
-fn check(language: &str, text: &str, expected: &[(&str, &str)]) -> Chunked {
-    let chunked = chunk_file(language, text);
-    check_chunk_invariants(text, &chunked.chunks);
-    let found: Vec<(String, &str)> = chunked
-        .symbols
-        .iter()
-        .map(|s| (s.qualified.clone(), s.kind))
-        .collect();
-    for (name, kind) in expected {
-        assert!(
-            found.iter().any(|(n, k)| n == name && k == kind),
-            "{language}: expected {kind} {name}, found {found:?}"
-        );
-    }
-    chunked
-}
+use crate::chunk::syntax::{MAX_CHUNK_LINES, chunk_file};
 
 #[test]
 fn rust() {

@@ -1,68 +1,7 @@
-//! The language table: which tree-sitter nodes define symbols in each language, how their
-//! names are found, and what wraps or precedes them.
+//! The first languages: Rust, Python, JavaScript, TypeScript, Go, Java, C, C++, C#, Ruby,
+//! PHP and Bash.
 
-use tree_sitter::Language;
-
-/// How an item's name is found.
-#[derive(Clone, Copy)]
-pub(super) enum NameRule {
-    /// The `name` field (or another field).
-    Field(&'static str),
-    /// Rust `impl [Trait for] Type`: the type, without generics.
-    RustImpl,
-    /// C/C++ function: the identifier inside the declarator chain.
-    CDeclarator,
-    /// Go method: the name, qualified by the receiver's type.
-    GoMethod,
-    /// Go `type X struct{...}`: the first type spec.
-    GoType,
-    /// JS/TS `const f = () => ...`: the declarator, only when its value is a function/class.
-    JsDeclarator,
-}
-
-/// A kind of node that defines a symbol.
-pub(super) struct Item {
-    pub(super) node: &'static str,
-    pub(super) kind: &'static str,
-    pub(super) name: NameRule,
-    pub(super) container: bool,
-}
-
-pub(super) const fn item(node: &'static str, kind: &'static str, container: bool) -> Item {
-    Item {
-        node,
-        kind,
-        name: NameRule::Field("name"),
-        container,
-    }
-}
-
-pub(super) const fn item_with(
-    node: &'static str,
-    kind: &'static str,
-    name: NameRule,
-    container: bool,
-) -> Item {
-    Item {
-        node,
-        kind,
-        name,
-        container,
-    }
-}
-
-/// How one language is chunked.
-pub(super) struct Spec {
-    pub(super) name: &'static str,
-    pub(super) language: fn() -> Language,
-    pub(super) separator: &'static str,
-    pub(super) items: &'static [Item],
-    /// Nodes wrapping a definition (decorators, `export`, `template<>`), with the field that
-    /// holds it (`None`: the last named child).
-    pub(super) wrappers: &'static [(&'static str, Option<&'static str>)],
-    /// Nodes that attach to the definition after them (comments, attributes).
-    pub(super) leading: &'static [&'static str],
-}
+use super::{Item, NameRule, Spec, item, item_with};
 
 pub(super) const RUST_ITEMS: &[Item] = &[
     item("function_item", "function", false),
@@ -213,125 +152,89 @@ pub(super) const PHP_ITEMS: &[Item] = &[
 
 pub(super) const BASH_ITEMS: &[Item] = &[item("function_definition", "function", false)];
 
-pub(super) fn spec(language: &str) -> Option<&'static Spec> {
-    static RUST: Spec = Spec {
-        name: "rust",
-        language: || tree_sitter_rust::LANGUAGE.into(),
-        separator: "::",
-        items: RUST_ITEMS,
-        wrappers: &[],
+pub(super) static SPECS: &[Spec] = &[
+    Spec {
         leading: &["line_comment", "block_comment", "attribute_item"],
-    };
-    static PYTHON: Spec = Spec {
-        name: "python",
-        language: || tree_sitter_python::LANGUAGE.into(),
-        separator: ".",
-        items: PYTHON_ITEMS,
+        ..Spec::new(
+            "rust",
+            || tree_sitter_rust::LANGUAGE.into(),
+            "::",
+            RUST_ITEMS,
+        )
+    },
+    Spec {
         wrappers: &[("decorated_definition", Some("definition"))],
-        leading: &["comment"],
-    };
-    static JAVASCRIPT: Spec = Spec {
-        name: "javascript",
-        language: || tree_sitter_javascript::LANGUAGE.into(),
-        separator: ".",
-        items: JS_ITEMS,
+        ..Spec::new(
+            "python",
+            || tree_sitter_python::LANGUAGE.into(),
+            ".",
+            PYTHON_ITEMS,
+        )
+    },
+    Spec {
         wrappers: &[("export_statement", Some("declaration"))],
-        leading: &["comment"],
-    };
-    static TYPESCRIPT: Spec = Spec {
-        name: "typescript",
-        language: || tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
-        separator: ".",
-        items: TS_ITEMS,
+        ..Spec::new(
+            "javascript",
+            || tree_sitter_javascript::LANGUAGE.into(),
+            ".",
+            JS_ITEMS,
+        )
+    },
+    Spec {
         wrappers: TS_WRAPPERS,
-        leading: &["comment"],
-    };
-    static TSX: Spec = Spec {
-        name: "tsx",
-        language: || tree_sitter_typescript::LANGUAGE_TSX.into(),
-        separator: ".",
-        items: TS_ITEMS,
+        ..Spec::new(
+            "typescript",
+            || tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
+            ".",
+            TS_ITEMS,
+        )
+    },
+    Spec {
         wrappers: TS_WRAPPERS,
-        leading: &["comment"],
-    };
-    static GO: Spec = Spec {
-        name: "go",
-        language: || tree_sitter_go::LANGUAGE.into(),
-        separator: ".",
-        items: GO_ITEMS,
-        wrappers: &[],
-        leading: &["comment"],
-    };
-    static JAVA: Spec = Spec {
-        name: "java",
-        language: || tree_sitter_java::LANGUAGE.into(),
-        separator: ".",
-        items: JAVA_ITEMS,
-        wrappers: &[],
+        ..Spec::new(
+            "tsx",
+            || tree_sitter_typescript::LANGUAGE_TSX.into(),
+            ".",
+            TS_ITEMS,
+        )
+    },
+    Spec::new("go", || tree_sitter_go::LANGUAGE.into(), ".", GO_ITEMS),
+    Spec {
         leading: &["line_comment", "block_comment"],
-    };
-    static C: Spec = Spec {
-        name: "c",
-        language: || tree_sitter_c::LANGUAGE.into(),
-        separator: "::",
-        items: C_ITEMS,
-        wrappers: &[],
-        leading: &["comment"],
-    };
-    static CPP: Spec = Spec {
-        name: "cpp",
-        language: || tree_sitter_cpp::LANGUAGE.into(),
-        separator: "::",
-        items: CPP_ITEMS,
+        ..Spec::new(
+            "java",
+            || tree_sitter_java::LANGUAGE.into(),
+            ".",
+            JAVA_ITEMS,
+        )
+    },
+    Spec::new("c", || tree_sitter_c::LANGUAGE.into(), "::", C_ITEMS),
+    Spec {
         wrappers: &[("template_declaration", None)],
-        leading: &["comment"],
-    };
-    static CSHARP: Spec = Spec {
-        name: "csharp",
-        language: || tree_sitter_c_sharp::LANGUAGE.into(),
-        separator: ".",
-        items: CSHARP_ITEMS,
-        wrappers: &[],
-        leading: &["comment"],
-    };
-    static RUBY: Spec = Spec {
-        name: "ruby",
-        language: || tree_sitter_ruby::LANGUAGE.into(),
-        separator: ".",
-        items: RUBY_ITEMS,
-        wrappers: &[],
-        leading: &["comment"],
-    };
-    static PHP: Spec = Spec {
-        name: "php",
-        language: || tree_sitter_php::LANGUAGE_PHP.into(),
-        separator: "::",
-        items: PHP_ITEMS,
-        wrappers: &[],
-        leading: &["comment"],
-    };
-    static BASH: Spec = Spec {
-        name: "bash",
-        language: || tree_sitter_bash::LANGUAGE.into(),
-        separator: ".",
-        items: BASH_ITEMS,
-        wrappers: &[],
-        leading: &["comment"],
-    };
-    Some(match language {
-        "rust" => &RUST,
-        "python" => &PYTHON,
-        "javascript" => &JAVASCRIPT,
-        "typescript" => &TYPESCRIPT,
-        "tsx" => &TSX,
-        "go" => &GO,
-        "java" => &JAVA,
-        "c" => &C,
-        "cpp" => &CPP,
-        "csharp" => &CSHARP,
-        "ruby" => &RUBY,
-        "php" => &PHP,
-        "bash" => &BASH,
-        _ => return None,
-    })
-}
+        ..Spec::new("cpp", || tree_sitter_cpp::LANGUAGE.into(), "::", CPP_ITEMS)
+    },
+    Spec::new(
+        "csharp",
+        || tree_sitter_c_sharp::LANGUAGE.into(),
+        ".",
+        CSHARP_ITEMS,
+    ),
+    Spec::new(
+        "ruby",
+        || tree_sitter_ruby::LANGUAGE.into(),
+        ".",
+        RUBY_ITEMS,
+    ),
+    Spec::new(
+        "php",
+        || tree_sitter_php::LANGUAGE_PHP.into(),
+        "::",
+        PHP_ITEMS,
+    ),
+    Spec::new(
+        "bash",
+        || tree_sitter_bash::LANGUAGE.into(),
+        ".",
+        BASH_ITEMS,
+    ),
+];

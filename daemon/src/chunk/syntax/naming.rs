@@ -1,0 +1,312 @@
+//! Naming: how a definition node's name, scope and kind are read, one rule per shape of
+//! grammar (see [`NameRule`]).
+
+use tree_sitter::Node;
+
+use super::builder::node_text;
+use super::languages::{Item, NameRule};
+use super::walker::Walker;
+
+/// What a definition is called and what it is.
+pub(super) struct Named {
+    pub(super) name: String,
+    /// Parent qualification implied by the name itself (C++ `Foo::bar`, Go receivers).
+    pub(super) scope: Option<String>,
+    pub(super) kind: &'static str,
+    /// Whether its members are walked for definitions.
+    pub(super) container: bool,
+}
+
+impl Walker<'_> {
+    /// How the item `node` is named, or `None` when it defines nothing after all.
+    pub(super) fn name(&self, node: Node<'_>, item: &'static Item) -> Option<Named> {
+        let text = |n: Node<'_>| node_text(n, self.src).to_string();
+        let plain = |name: String, kind: &'static str| Named {
+            name,
+            scope: None,
+            kind,
+            container: item.container,
+        };
+        let scoped = |name: String, scope: Option<String>, kind: &'static str| Named {
+            name,
+            scope,
+            kind,
+            container: item.container,
+        };
+        let named = match item.name {
+            NameRule::Field(field) => {
+                let name = node.child_by_field_name(field).map(text)?;
+                plain(name, item.kind)
+            }
+            NameRule::RustImpl => {
+                let ty = node.child_by_field_name("type").map(text)?;
+                let ty = ty.split('<').next().unwrap_or(&ty).trim().to_string();
+                plain(ty, item.kind)
+            }
+            NameRule::CDeclarator => {
+                let mut decl = node.child_by_field_name("declarator")?;
+                for _ in 0..8 {
+                    match decl.kind() {
+                        "identifier" | "field_identifier" | "type_identifier"
+                        | "destructor_name" | "operator_name" | "primitive_type" => {
+                            return Some(plain(text(decl), item.kind));
+                        }
+                        "qualified_identifier" => {
+                            let full = text(decl);
+                            return Some(match full.rsplit_once("::") {
+                                Some((scope, name)) => {
+                                    scoped(name.to_string(), Some(scope.to_string()), "method")
+                                }
+                                None => plain(full, item.kind),
+                            });
+                        }
+                        _ => {
+                            decl = decl.child_by_field_name("declarator").or_else(|| {
+                                let mut walk = decl.walk();
+                                decl.named_children(&mut walk).next()
+                            })?;
+                        }
+                    }
+                }
+                return None;
+            }
+            NameRule::GoMethod => {
+                let name = node.child_by_field_name("name").map(text)?;
+                let receiver = node
+                    .child_by_field_name("receiver")
+                    .map(text)
+                    .unwrap_or_default();
+                // `(s *Server)` -> `Server`
+                let ty = receiver
+                    .trim_matches(|c| c == '(' || c == ')')
+                    .split_whitespace()
+                    .last()
+                    .unwrap_or("")
+                    .trim_start_matches('*')
+                    .split('[')
+                    .next()
+                    .unwrap_or("")
+                    .to_string();
+                scoped(name, (!ty.is_empty()).then_some(ty), item.kind)
+            }
+            NameRule::GoType => {
+                let mut walk = node.walk();
+                let spec = node
+                    .named_children(&mut walk)
+                    .find(|c| c.kind() == "type_spec" || c.kind() == "type_alias")?;
+                let name = spec.child_by_field_name("name").map(text)?;
+                let kind = match spec.child_by_field_name("type").map(|t| t.kind()) {
+                    Some("struct_type") => "struct",
+                    Some("interface_type") => "interface",
+                    _ => "type",
+                };
+                plain(name, kind)
+            }
+            NameRule::JsDeclarator => {
+                let mut walk = node.walk();
+                let declarator = node
+                    .named_children(&mut walk)
+                    .find(|c| c.kind() == "variable_declarator")?;
+                let value = declarator.child_by_field_name("value")?;
+                let kind = match value.kind() {
+                    "arrow_function"
+                    | "function_expression"
+                    | "function"
+                    | "generator_function" => "function",
+                    "class" => "class",
+                    _ => return None,
+                };
+                let name = declarator.child_by_field_name("name").map(text)?;
+                plain(name, kind)
+            }
+            NameRule::FieldOr(field, default) => plain(
+                node.child_by_field_name(field)
+                    .map_or_else(|| default.to_string(), text),
+                item.kind,
+            ),
+            NameRule::Path(path) => plain(clean(&text(self.at(node, path)?)), item.kind),
+            NameRule::Text(path) => {
+                let full = text(self.at(node, path)?);
+                let mut name = full.split_whitespace().collect::<Vec<_>>().join(" ");
+                if name.len() > MAX_TEXT_NAME {
+                    let mut cut = MAX_TEXT_NAME;
+                    while !name.is_char_boundary(cut) {
+                        cut -= 1;
+                    }
+                    name.truncate(cut);
+                }
+                plain(name, item.kind)
+            }
+            NameRule::HclBlock => {
+                let mut walk = node.walk();
+                let children: Vec<Node<'_>> = node.named_children(&mut walk).collect();
+                let block_type = text(*children.iter().find(|c| c.kind() == "identifier")?);
+                let labels: Vec<String> = children
+                    .iter()
+                    .filter(|c| c.kind() == "string_lit" || c.kind() == "identifier")
+                    .skip(1)
+                    .map(|c| clean(&text(*c)))
+                    .collect();
+                let kind = HCL_BLOCKS
+                    .iter()
+                    .find(|k| **k == block_type)
+                    .copied()
+                    .unwrap_or(item.kind);
+                let name = if labels.is_empty() {
+                    block_type
+                } else {
+                    labels.join(".")
+                };
+                plain(name, kind)
+            }
+            NameRule::Dotted(field) => {
+                let full = node.child_by_field_name(field).map(text)?;
+                let (scope, name) = split_qualified(&full);
+                scoped(name, scope, item.kind)
+            }
+            NameRule::Keyword(path) => {
+                let name = clean(&text(self.at(node, path)?));
+                let mut walk = node.walk();
+                let keyword = node
+                    .children(&mut walk)
+                    .filter(|c| !c.is_named())
+                    .find_map(|c| KEYWORD_KINDS.iter().find(|k| **k == c.kind()).copied());
+                plain(name, keyword.unwrap_or(item.kind))
+            }
+            NameRule::ElixirCall => {
+                let target = node.child_by_field_name("target").map(text)?;
+                let (kind, container) = match target.as_str() {
+                    "defmodule" => ("module", true),
+                    "defprotocol" => ("protocol", true),
+                    "defimpl" => ("impl", true),
+                    "def" | "defp" | "defdelegate" => ("function", false),
+                    "defmacro" | "defmacrop" => ("macro", false),
+                    "defguard" | "defguardp" => ("guard", false),
+                    _ => return None,
+                };
+                let mut walk = node.walk();
+                let arguments = node
+                    .named_children(&mut walk)
+                    .find(|c| c.kind() == "arguments")?;
+                let mut walk = arguments.walk();
+                let mut first = arguments.named_children(&mut walk).next()?;
+                // `def a(x) when guard`: the call is the operator's left side.
+                while first.kind() == "binary_operator" {
+                    first = first.child_by_field_name("left")?;
+                }
+                let name = match first.kind() {
+                    "call" => first.child_by_field_name("target").map(text)?,
+                    _ => clean(&text(first)),
+                };
+                Named {
+                    name,
+                    scope: None,
+                    kind,
+                    container,
+                }
+            }
+            NameRule::ZigContainer => {
+                let mut walk = node.walk();
+                let children: Vec<Node<'_>> = node.named_children(&mut walk).collect();
+                let name = children.iter().find(|c| c.kind() == "identifier")?;
+                let kind = children.iter().find_map(|c| match c.kind() {
+                    "struct_declaration" => Some("struct"),
+                    "enum_declaration" => Some("enum"),
+                    "union_declaration" => Some("union"),
+                    "opaque_declaration" => Some("opaque"),
+                    _ => None,
+                })?;
+                plain(text(*name), kind)
+            }
+            NameRule::AssignedFunction {
+                left,
+                right,
+                function,
+            } => {
+                let value = self.at(node, &[right])?;
+                let value = if value.kind() == function {
+                    value
+                } else {
+                    let mut walk = value.walk();
+                    value.named_children(&mut walk).next()?
+                };
+                if value.kind() != function {
+                    return None;
+                }
+                let (scope, name) = split_qualified(&text(self.at(node, &[left])?));
+                scoped(name, scope, item.kind)
+            }
+        };
+        Some(named)
+    }
+
+    /// The node at the end of `path` from `node`: each step a field name, else the kind of a
+    /// named child, `*` any named child.
+    fn at<'t>(&self, node: Node<'t>, path: &[&str]) -> Option<Node<'t>> {
+        let mut at = node;
+        for step in path {
+            at = match at.child_by_field_name(step) {
+                Some(found) => found,
+                None => {
+                    let mut walk = at.walk();
+                    at.named_children(&mut walk)
+                        .find(|c| *step == "*" || c.kind() == *step)?
+                }
+            };
+        }
+        Some(at)
+    }
+}
+
+/// Keywords that name a declaration's kind in grammars with one node for several kinds
+/// (Kotlin's and Swift's `class_declaration` also declare interfaces, structs, enums).
+const KEYWORD_KINDS: &[&str] = &[
+    "interface",
+    "struct",
+    "enum",
+    "extension",
+    "actor",
+    "protocol",
+    "object",
+    "class",
+];
+
+/// Names taken from whole text (selectors) are cut at this many bytes.
+const MAX_TEXT_NAME: usize = 80;
+
+/// Terraform's block types, used as the kind of an HCL block.
+const HCL_BLOCKS: &[&str] = &[
+    "resource",
+    "data",
+    "variable",
+    "output",
+    "module",
+    "provider",
+    "locals",
+    "terraform",
+];
+
+/// A name as written: quotes removed, cut before parameters, generics or a type.
+fn clean(raw: &str) -> String {
+    let raw = raw.trim();
+    for quote in ['"', '\'', '`'] {
+        if let Some(inner) = raw.strip_prefix(quote).and_then(|r| r.strip_suffix(quote)) {
+            return inner.split_whitespace().collect::<Vec<_>>().join(" ");
+        }
+    }
+    raw.split(|c: char| c.is_whitespace() || "(<{[:;=,".contains(c))
+        .next()
+        .unwrap_or("")
+        .to_string()
+}
+
+/// `M.setup` -> (`M`, `setup`); `M:method` -> (`M`, `method`); `f` -> (None, `f`).
+fn split_qualified(full: &str) -> (Option<String>, String) {
+    let full = full.trim();
+    match full.rfind(['.', ':']) {
+        Some(at) if at > 0 && at + 1 < full.len() => {
+            (Some(full[..at].to_string()), full[at + 1..].to_string())
+        }
+        _ => (None, full.to_string()),
+    }
+}
