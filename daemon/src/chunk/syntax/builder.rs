@@ -207,6 +207,44 @@ impl Builder<'_> {
             }
             groups.push(vec![piece]);
         }
+        // 2b. A tiny group left between two large ones (a one-line function after a long
+        // one) joins a neighbour within the chunk bounds, the one before if it can: a chunk
+        // of a few lines is poor evidence for keyword and vector search alike.
+        let size = |group: &[Seg]| -> (usize, usize) {
+            let lines_ = group.iter().map(|s| s.end - s.start).sum();
+            let bytes = group
+                .iter()
+                .flat_map(|s| s.start..s.end)
+                .map(row_bytes)
+                .sum();
+            (lines_, bytes)
+        };
+        let fits = |a: &[Seg], b: &[Seg]| {
+            let ((al, ab), (bl, bb)) = (size(a), size(b));
+            al + bl <= MAX_CHUNK_LINES && ab + bb <= MAX_CHUNK_BYTES
+        };
+        let mut merged: Vec<Vec<Seg>> = Vec::with_capacity(groups.len());
+        let mut carry: Option<Vec<Seg>> = None;
+        for mut group in groups {
+            if let Some(mut tiny) = carry.take() {
+                if fits(&tiny, &group) {
+                    tiny.append(&mut group);
+                    group = tiny;
+                } else {
+                    merged.push(tiny);
+                }
+            }
+            if group.iter().map(non_blank).sum::<usize>() > TINY_LINES {
+                merged.push(group);
+                continue;
+            }
+            match merged.last_mut() {
+                Some(previous) if fits(previous, &group) => previous.append(&mut group),
+                _ => carry = Some(group),
+            }
+        }
+        merged.extend(carry);
+        let groups = merged;
         // 3. Build chunks.
         let mut by_start: Vec<usize> = (0..self.symbols.len()).collect();
         by_start.sort_by_key(|&i| self.symbols[i].start_line);

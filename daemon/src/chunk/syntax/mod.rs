@@ -50,6 +50,8 @@ pub const MAX_CHUNK_LINES: usize = 60;
 pub const MAX_CHUNK_BYTES: usize = 6 * 1024;
 /// Segments this short may be merged with a neighbour.
 const SMALL_LINES: usize = 12;
+/// Groups this short join the group after them when they could not join the one before.
+const TINY_LINES: usize = 4;
 /// Merged groups stay within this many lines.
 const MERGE_LINES: usize = 40;
 /// Containers nest at most this deep before their members stop being split out.

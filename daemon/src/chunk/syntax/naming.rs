@@ -124,7 +124,17 @@ impl Walker<'_> {
                     .map_or_else(|| default.to_string(), text),
                 item.kind,
             ),
-            NameRule::Path(path) => plain(clean(&text(self.at(node, path)?)), item.kind),
+            NameRule::Path(path) => {
+                let raw = text(self.at(node, path)?);
+                let name = clean(&raw);
+                if is_quoted(&raw) {
+                    plain(name, item.kind)
+                } else {
+                    // `Base.show`, `dependencies.serde`: the last part, qualified by the rest.
+                    let (scope, name) = split_dotted(&name);
+                    scoped(name, scope, item.kind)
+                }
+            }
             NameRule::Text(path) => {
                 let full = text(self.at(node, path)?);
                 let mut name = full.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -198,9 +208,11 @@ impl Walker<'_> {
                     "call" => first.child_by_field_name("target").map(text)?,
                     _ => clean(&text(first)),
                 };
+                // `defmodule Phoenix.Router`: `Router`, in `Phoenix`.
+                let (scope, name) = split_dotted(&name);
                 Named {
                     name,
-                    scope: None,
+                    scope,
                     kind,
                     container,
                 }
@@ -298,6 +310,22 @@ fn clean(raw: &str) -> String {
         .next()
         .unwrap_or("")
         .to_string()
+}
+
+/// Whether a name is written as a string (`test "parse works"`, `"name": 1`).
+fn is_quoted(raw: &str) -> bool {
+    let raw = raw.trim();
+    ['"', '\'', '`'].iter().any(|q| raw.len() > 1 && raw.starts_with(*q) && raw.ends_with(*q))
+}
+
+/// `Base.show` -> (`Base`, `show`); `show` -> (None, `show`).
+fn split_dotted(name: &str) -> (Option<String>, String) {
+    match name.rsplit_once('.') {
+        Some((scope, last)) if !scope.is_empty() && !last.is_empty() => {
+            (Some(scope.to_string()), last.to_string())
+        }
+        _ => (None, name.to_string()),
+    }
 }
 
 /// `M.setup` -> (`M`, `setup`); `M:method` -> (`M`, `method`); `f` -> (None, `f`).

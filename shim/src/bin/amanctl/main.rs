@@ -1,8 +1,10 @@
 //! `amanctl`: diagnostics and set-up for amanmcp. `amanctl status [--json]`, `amanctl stop`,
+//! `amanctl search QUERY [PATH]`,
 //! `amanctl setup claude|cursor|vscode|codex`, `amanctl doctor`, `amanctl service`.
 
 mod doctor;
 mod mcp;
+mod search;
 mod service;
 
 use std::process::ExitCode;
@@ -45,6 +47,9 @@ enum Command {
         /// Project root.
         path: Option<std::path::PathBuf>,
     },
+    /// Search a project (default: the current directory's) as an agent would, with
+    /// ripgrep-like output; `--json` for scripts.
+    Search(search::SearchArgs),
     /// Ask the daemon to stop.
     Stop,
     /// Run the daemon as a systemd user service (Linux) or a launchd agent (macOS).
@@ -140,6 +145,7 @@ fn main() -> ExitCode {
             Command::Index { path, no_wait } => index(path, no_wait).await,
             Command::Verify { path } => verify(path).await,
             Command::Stop => stop().await,
+            Command::Search(args) => search::search(args).await,
             Command::Doctor { json } => doctor::doctor(json).await,
             Command::Service { command } => service::service(command),
             Command::Setup {

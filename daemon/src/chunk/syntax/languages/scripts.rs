@@ -60,6 +60,8 @@ const JULIA_ITEMS: &[Item] = &[
     ),
 ];
 
+/// Zig's `test "name" {}` blocks are not definitions: their names are sentences that would
+/// match queries about the code they test.
 const ZIG_ITEMS: &[Item] = &[
     item("function_declaration", "function", false),
     item_with(
@@ -68,7 +70,6 @@ const ZIG_ITEMS: &[Item] = &[
         NameRule::ZigContainer,
         true,
     ),
-    item_with("test_declaration", "test", NameRule::Path(&["*"]), false),
 ];
 
 pub(super) static SPECS: &[Spec] = &[

@@ -1,0 +1,167 @@
+//! `amanctl search QUERY [PATH]`: the agents' search for humans. ripgrep-like lines
+//! (`path:start-end  symbol  kind`, then the first lines of the snippet), coloured on a
+//! terminal; `--json` prints the results for scripts.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use amanmcp::link::state_name;
+use amanmcp_proto::pb;
+use serde_json::json;
+
+/// What `amanctl search` was asked.
+#[derive(clap::Args)]
+pub struct SearchArgs {
+    /// What to look for: words, a question, an identifier.
+    query: String,
+    /// Project root (default: the current directory's project).
+    path: Option<std::path::PathBuf>,
+    /// How many results.
+    #[arg(long, short = 'n', default_value_t = 10)]
+    limit: u32,
+    /// `hybrid` (default), `lexical` or `semantic`.
+    #[arg(long, default_value = "")]
+    mode: String,
+    /// Only files of this language (a name or an extension: `rust`, `kt`).
+    #[arg(long)]
+    language: Option<String>,
+    /// Only paths matching this glob (`src/**/*.rs`).
+    #[arg(long)]
+    glob: Option<String>,
+    /// Lines of each snippet to show (0: none).
+    #[arg(long, default_value_t = 4)]
+    context: usize,
+    /// Machine-readable output.
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn search(args: SearchArgs) -> ExitCode {
+    let (root, link) = match super::project_link(args.path.as_deref()) {
+        Ok(pair) => pair,
+        Err(e) => {
+            eprintln!("amanctl: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Err(e) = link.open_project(&root).await {
+        eprintln!("amanctl: {e}");
+        return ExitCode::FAILURE;
+    }
+    let request = pb::SearchRequest {
+        root: root.clone(),
+        query: args.query.clone(),
+        limit: args.limit.clamp(1, 200),
+        offset: 0,
+        path_glob: args.glob.clone(),
+        language: args.language.clone(),
+        mode: args.mode.clone(),
+    };
+    let reply = match link
+        .call(|mut client| {
+            let request = request.clone();
+            async move { client.search(request).await.map(|r| r.into_inner()) }
+        })
+        .await
+    {
+        Ok(reply) => reply,
+        Err(e) => {
+            eprintln!("amanctl: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if args.json {
+        let results: Vec<_> = reply
+            .results
+            .iter()
+            .map(|hit| {
+                json!({
+                    "path": hit.path,
+                    "start_line": hit.start_line,
+                    "end_line": hit.end_line,
+                    "language": hit.language,
+                    "symbol": hit.symbol,
+                    "kind": hit.kind,
+                    "score": hit.score,
+                    "why": hit.why,
+                    "snippet": hit.snippet,
+                })
+            })
+            .collect();
+        let out = json!({
+            "root": root,
+            "results": results,
+            "total": reply.total,
+            "semantic_used": reply.semantic_used,
+            "semantic_unavailable": reply.semantic_unavailable,
+        });
+        println!("{out:#}");
+        return ExitCode::SUCCESS;
+    }
+    let paint = Paint(std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none());
+    if let Some(index) = &reply.index
+        && state_name(index.state) == "indexing"
+    {
+        eprintln!("note: the index is still being built; results may be incomplete");
+    }
+    if let Some(why) = &reply.semantic_unavailable {
+        eprintln!("note: keyword search only ({why})");
+    }
+    if reply.results.is_empty() {
+        eprintln!("no results for {:?}", args.query);
+        return ExitCode::FAILURE;
+    }
+    for hit in &reply.results {
+        let mut head = format!(
+            "{}:{}-{}",
+            paint.magenta(&hit.path),
+            paint.green(&hit.start_line.to_string()),
+            paint.green(&hit.end_line.to_string())
+        );
+        if let Some(symbol) = &hit.symbol {
+            head.push_str(&format!("  {}", paint.bold(symbol)));
+        }
+        if let Some(kind) = &hit.kind {
+            head.push_str(&format!(" ({kind})"));
+        }
+        if !hit.why.is_empty() {
+            head.push_str(&format!("  {}", paint.dim(&hit.why.join(", "))));
+        }
+        println!("{head}");
+        for (n, line) in hit.snippet.lines().take(args.context).enumerate() {
+            println!(
+                "{}  {line}",
+                paint.green(&format!("{:>6}", hit.start_line as usize + n))
+            );
+        }
+        if args.context > 0 {
+            println!();
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// ANSI colours, or none when the output is not a terminal.
+struct Paint(bool);
+
+impl Paint {
+    fn wrap(&self, code: &str, text: &str) -> String {
+        if self.0 {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    }
+    fn magenta(&self, text: &str) -> String {
+        self.wrap("35", text)
+    }
+    fn green(&self, text: &str) -> String {
+        self.wrap("32", text)
+    }
+    fn bold(&self, text: &str) -> String {
+        self.wrap("1", text)
+    }
+    fn dim(&self, text: &str) -> String {
+        self.wrap("2", text)
+    }
+}
