@@ -255,3 +255,137 @@ fn similar_finds_code_like_a_location_a_symbol_or_a_snippet_but_not_itself() {
         assert!(text.contains(needle), "{args} -> {text}");
     }
 }
+
+/// One small file per language added after the first twelve, with the definition `lookup`
+/// must find in it and where.
+const POLYGLOT: &[(&str, &str, &str, &str, u64)] = &[
+    (
+        "app/src/Engine.kt",
+        "package app\n\nclass Engine {\n    fun start(x: Int): Int {\n        return x\n    }\n}\n",
+        "Engine.start",
+        "method",
+        4,
+    ),
+    (
+        "Sources/Session.swift",
+        "import Foundation\n\nstruct Session {\n    func request(_ url: String) -> Int {\n        return 1\n    }\n}\n",
+        "Session.request",
+        "method",
+        4,
+    ),
+    (
+        "src/Core.hs",
+        "module Core where\n\n-- | Runs it.\nrunX :: Int -> IO ()\nrunX 0 = return ()\nrunX x = return ()\n",
+        "runX",
+        "function",
+        3,
+    ),
+    (
+        "lib/router.ex",
+        "defmodule Demo.Router do\n  @doc \"Matches.\"\n  def match(conn), do: conn\nend\n",
+        "Router.match",
+        "function",
+        2,
+    ),
+    (
+        "lua/picker.lua",
+        "local M = {}\n\nfunction M.find(opts)\n  return opts\nend\n\nreturn M\n",
+        "M.find",
+        "function",
+        3,
+    ),
+    (
+        "src/clap.zig",
+        "const std = @import(\"std\");\n\npub const Parser = struct {\n    pub fn init() Parser {\n        return .{};\n    }\n};\n",
+        "Parser.init",
+        "method",
+        4,
+    ),
+    (
+        "infra/main.tf",
+        "variable \"region\" {\n  default = \"us\"\n}\n\nresource \"aws_s3_bucket\" \"logs\" {\n  bucket = \"x\"\n}\n",
+        "aws_s3_bucket.logs",
+        "resource",
+        5,
+    ),
+    (
+        "deploy/ci.yml",
+        "name: ci\non: push\njobs:\n  build:\n    runs-on: ubuntu-latest\n",
+        "jobs",
+        "key",
+        3,
+    ),
+];
+
+#[test]
+fn lookup_finds_definitions_in_every_new_language() {
+    let env = TestEnv::new();
+    let files: Vec<(&str, &str)> = POLYGLOT.iter().map(|(p, t, ..)| (*p, *t)).collect();
+    let root = env.project("poly", &files);
+    let mut shim = Shim::start(&env, &root);
+    shim.initialize();
+    shim.search_until("aws_s3_bucket", "infra/main.tf");
+    for (path, _, symbol, kind, line) in POLYGLOT {
+        let reply = shim.call_tool("lookup", json!({"symbol": symbol}));
+        let found = matches(&reply);
+        assert!(
+            found
+                .iter()
+                .any(|m| m["path"] == *path && m["kind"] == *kind && m["start_line"] == *line),
+            "{symbol} in {path}: {reply}"
+        );
+    }
+    // The language filter takes the new names and their extensions.
+    for (language, path) in [("kotlin", "app/src/Engine.kt"), ("hs", "src/Core.hs")] {
+        let reply = shim.call_tool(
+            "search",
+            json!({"query": "start runX", "language": language, "mode": "lexical"}),
+        );
+        let results = reply["result"]["structuredContent"]["results"]
+            .as_array()
+            .unwrap();
+        assert!(!results.is_empty(), "{language}: {reply}");
+        assert!(results.iter().all(|r| r["path"] == path), "{reply}");
+    }
+}
+
+#[test]
+fn amanctl_search_prints_lines_for_people_and_json_for_scripts() {
+    let env = TestEnv::new();
+    let root = project(&env);
+    let ran = env.amanctl_on(&root, &["index"]);
+    assert!(ran.ok(), "{}", ran.text());
+
+    let ran = env.amanctl_on(
+        &root,
+        &["search", "--mode", "lexical", "--context", "20", "block_on"],
+    );
+    assert!(ran.ok(), "{}", ran.text());
+    let first = ran.stdout.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("src/runtime.rs:") && first.contains("Runtime::block_on"),
+        "{}",
+        ran.text()
+    );
+    assert!(
+        !ran.stdout.contains('\x1b'),
+        "no colour when not a terminal"
+    );
+    assert!(
+        ran.stdout.contains("pub fn block_on"),
+        "snippet lines shown"
+    );
+
+    let ran = env.amanctl_on(&root, &["search", "--json", "-n", "1", "block_on"]);
+    assert!(ran.ok(), "{}", ran.text());
+    let out: Value = serde_json::from_str(&ran.stdout).expect("JSON");
+    let results = out["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1, "{out}");
+    assert_eq!(results[0]["path"], "src/runtime.rs");
+    assert_eq!(results[0]["symbol"], "Runtime::block_on");
+
+    // Nothing found: exit 1 and say so.
+    let ran = env.amanctl_on(&root, &["search", "--mode", "lexical", "zzqqxxnotthere"]);
+    assert_eq!(ran.code, 1, "{}", ran.text());
+    assert!(ran.stderr.contains("no results"), "{}", ran.text());
+}

@@ -162,12 +162,13 @@ impl Walker<'_> {
                     .find(|k| **k == block_type)
                     .copied()
                     .unwrap_or(item.kind);
-                let name = if labels.is_empty() {
-                    block_type
-                } else {
-                    labels.join(".")
-                };
-                plain(name, kind)
+                // `resource "aws_s3_bucket" "logs"`: `logs` in `aws_s3_bucket`, as Terraform
+                // addresses it.
+                match labels.split_last() {
+                    None => plain(block_type, kind),
+                    Some((name, [])) => plain(name.clone(), kind),
+                    Some((name, scope)) => scoped(name.clone(), Some(scope.join(".")), kind),
+                }
             }
             NameRule::Dotted(field) => {
                 let full = node.child_by_field_name(field).map(text)?;
@@ -315,7 +316,9 @@ fn clean(raw: &str) -> String {
 /// Whether a name is written as a string (`test "parse works"`, `"name": 1`).
 fn is_quoted(raw: &str) -> bool {
     let raw = raw.trim();
-    ['"', '\'', '`'].iter().any(|q| raw.len() > 1 && raw.starts_with(*q) && raw.ends_with(*q))
+    ['"', '\'', '`']
+        .iter()
+        .any(|q| raw.len() > 1 && raw.starts_with(*q) && raw.ends_with(*q))
 }
 
 /// `Base.show` -> (`Base`, `show`); `show` -> (None, `show`).

@@ -25,8 +25,8 @@ pub(super) enum NameRule {
     FieldOr(&'static str, &'static str),
     /// The whole text at a path, whitespace collapsed (a CSS selector list).
     Text(&'static [&'static str]),
-    /// An HCL block (`resource "aws_s3_bucket" "logs" {}`): the labels joined by `.` (or the
-    /// block type when it has none), the kind from the block type.
+    /// An HCL block (`resource "aws_s3_bucket" "logs" {}`): the last label, qualified by the
+    /// others (or the block type when it has none), the kind from the block type.
     HclBlock,
     /// A name field whose text is qualified by `.` or `:` (Lua `function M.setup`):
     /// the last part is the name, the rest its scope.
