@@ -127,11 +127,11 @@ impl Walker<'_> {
             NameRule::Path(path) => {
                 let raw = text(self.at(node, path)?);
                 let name = clean(&raw);
-                if is_quoted(&raw) {
+                if unquote(&raw).is_some() {
                     plain(name, item.kind)
                 } else {
                     // `Base.show`, `dependencies.serde`: the last part, qualified by the rest.
-                    let (scope, name) = split_dotted(&name);
+                    let (scope, name) = split_last(&name, &['.']);
                     scoped(name, scope, item.kind)
                 }
             }
@@ -172,7 +172,7 @@ impl Walker<'_> {
             }
             NameRule::Dotted(field) => {
                 let full = node.child_by_field_name(field).map(text)?;
-                let (scope, name) = split_qualified(&full);
+                let (scope, name) = split_last(&full, &['.', ':']);
                 scoped(name, scope, item.kind)
             }
             NameRule::Keyword(path) => {
@@ -210,7 +210,7 @@ impl Walker<'_> {
                     _ => clean(&text(first)),
                 };
                 // `defmodule Phoenix.Router`: `Router`, in `Phoenix`.
-                let (scope, name) = split_dotted(&name);
+                let (scope, name) = split_last(&name, &['.']);
                 Named {
                     name,
                     scope,
@@ -246,7 +246,7 @@ impl Walker<'_> {
                 if value.kind() != function {
                     return None;
                 }
-                let (scope, name) = split_qualified(&text(self.at(node, &[left])?));
+                let (scope, name) = split_last(&text(self.at(node, &[left])?), &['.', ':']);
                 scoped(name, scope, item.kind)
             }
         };
@@ -256,19 +256,18 @@ impl Walker<'_> {
     /// The node at the end of `path` from `node`: each step a field name, else the kind of a
     /// named child, `*` any named child.
     fn at<'t>(&self, node: Node<'t>, path: &[&str]) -> Option<Node<'t>> {
-        let mut at = node;
-        for step in path {
-            at = match at.child_by_field_name(step) {
-                Some(found) => found,
-                None => {
-                    let mut walk = at.walk();
-                    at.named_children(&mut walk)
-                        .find(|c| *step == "*" || c.kind() == *step)?
-                }
-            };
-        }
-        Some(at)
+        path.iter().try_fold(node, |at, step| child(at, step))
     }
+}
+
+/// One step from `node`: the field named `step`, else the first named child of that kind
+/// (`*`: any named child).
+pub(super) fn child<'t>(node: Node<'t>, step: &str) -> Option<Node<'t>> {
+    node.child_by_field_name(step).or_else(|| {
+        let mut walk = node.walk();
+        node.named_children(&mut walk)
+            .find(|c| step == "*" || c.kind() == step)
+    })
 }
 
 /// Keywords that name a declaration's kind in grammars with one node for several kinds
@@ -301,43 +300,32 @@ const HCL_BLOCKS: &[&str] = &[
 
 /// A name as written: quotes removed, cut before parameters, generics or a type.
 fn clean(raw: &str) -> String {
-    let raw = raw.trim();
-    for quote in ['"', '\'', '`'] {
-        if let Some(inner) = raw.strip_prefix(quote).and_then(|r| r.strip_suffix(quote)) {
-            return inner.split_whitespace().collect::<Vec<_>>().join(" ");
-        }
+    if let Some(inner) = unquote(raw) {
+        return inner.split_whitespace().collect::<Vec<_>>().join(" ");
     }
-    raw.split(|c: char| c.is_whitespace() || "(<{[:;=,".contains(c))
+    raw.trim()
+        .split(|c: char| c.is_whitespace() || "(<{[:;=,".contains(c))
         .next()
         .unwrap_or("")
         .to_string()
 }
 
-/// Whether a name is written as a string (`test "parse works"`, `"name": 1`).
-fn is_quoted(raw: &str) -> bool {
+/// The inside of a name written as a string (`test "parse works"`, `"name": 1`).
+fn unquote(raw: &str) -> Option<&str> {
     let raw = raw.trim();
     ['"', '\'', '`']
-        .iter()
-        .any(|q| raw.len() > 1 && raw.starts_with(*q) && raw.ends_with(*q))
+        .into_iter()
+        .find_map(|quote| raw.strip_prefix(quote)?.strip_suffix(quote))
 }
 
-/// `Base.show` -> (`Base`, `show`); `show` -> (None, `show`).
-fn split_dotted(name: &str) -> (Option<String>, String) {
-    match name.rsplit_once('.') {
-        Some((scope, last)) if !scope.is_empty() && !last.is_empty() => {
-            (Some(scope.to_string()), last.to_string())
+/// The last part of a qualified name and the rest before it, split at the last of
+/// `separators`: `M.setup` -> (`M`, `setup`); `f` -> (None, `f`).
+fn split_last(name: &str, separators: &[char]) -> (Option<String>, String) {
+    let name = name.trim();
+    match name.rfind(separators) {
+        Some(at) if at > 0 && at + 1 < name.len() => {
+            (Some(name[..at].to_string()), name[at + 1..].to_string())
         }
         _ => (None, name.to_string()),
-    }
-}
-
-/// `M.setup` -> (`M`, `setup`); `M:method` -> (`M`, `method`); `f` -> (None, `f`).
-fn split_qualified(full: &str) -> (Option<String>, String) {
-    let full = full.trim();
-    match full.rfind(['.', ':']) {
-        Some(at) if at > 0 && at + 1 < full.len() => {
-            (Some(full[..at].to_string()), full[at + 1..].to_string())
-        }
-        _ => (None, full.to_string()),
     }
 }

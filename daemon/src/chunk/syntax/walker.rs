@@ -5,7 +5,7 @@ use tree_sitter::Node;
 
 use super::builder::{Builder, end_row};
 use super::languages::Spec;
-use super::naming::Named;
+use super::naming::{self, Named};
 use super::*;
 
 pub(super) struct Walker<'s> {
@@ -315,14 +315,10 @@ impl<'s> Walker<'s> {
         if let Some(body) = node.child_by_field_name("body") {
             return body;
         }
-        for body in self.spec.bodies {
-            if let Some(found) = node.child_by_field_name(body).or_else(|| {
-                let mut walk = node.walk();
-                node.named_children(&mut walk).find(|c| c.kind() == *body)
-            }) {
-                return found;
-            }
-        }
-        node
+        self.spec
+            .bodies
+            .iter()
+            .find_map(|body| naming::child(node, body))
+            .unwrap_or(node)
     }
 }
