@@ -316,6 +316,16 @@ impl Lexical {
         self.reader.searcher().num_docs()
     }
 
+    /// The share of chunks whose text holds `word` (one token, lowercase), 0 to 1.
+    pub fn doc_share(&self, word: &str) -> f32 {
+        let searcher = self.reader.searcher();
+        let n_docs = searcher.num_docs().max(1) as f32;
+        let df = searcher
+            .doc_freq(&Term::from_field_text(self.fields.body, word))
+            .unwrap_or(0) as f32;
+        df / n_docs
+    }
+
     /// Bytes used on disk.
     pub fn disk_size(&self) -> u64 {
         dir_size(&self.dir)

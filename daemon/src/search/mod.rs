@@ -140,7 +140,11 @@ impl Searcher<'_> {
         }
         let filters = self.filters(params)?;
         let mentioned = self.mentioned_files(&params.query)?;
-        let terms = query::weighted_terms(&params.query);
+        let mut terms = query::weighted_terms(&params.query);
+        // Prose says `threads`, `scheduled`; code says `thread`, `scheduler`.
+        if terms.len() <= fusion::LONG_QUERY_TERMS {
+            query::add_variants(&mut terms, |form| self.index.lexical.doc_share(form) > 0.0);
+        }
         let lexical_query = |offset, limit| LexicalQuery {
             text: &params.query,
             terms: &terms,
@@ -391,5 +395,13 @@ impl rank::Definitions for StoreDefinitions<'_> {
             out.push(bare.to_lowercase());
         }
         out
+    }
+
+    fn doc_share(&self, word: &str) -> f32 {
+        self.index.lexical.doc_share(word)
+    }
+
+    fn has_directory(&self, dir: &str) -> bool {
+        self.index.store.has_directory(dir).unwrap_or(false)
     }
 }

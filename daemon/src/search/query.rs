@@ -93,6 +93,73 @@ pub fn weighted_terms(text: &str) -> Vec<(String, f32)> {
         .collect()
 }
 
+/// Other forms of an English word that code spells differently: `threads` -> `thread`,
+/// `entries` -> `entry`, `scheduled` -> `schedule`, `schedul`, `spawned` -> `spawn`,
+/// `running` -> `run`, and the agent noun of each base (`schedule` -> `scheduler`).
+/// Candidates only: the caller keeps those the index holds.
+pub fn variants(word: &str) -> Vec<String> {
+    let mut bases: Vec<String> = Vec::new();
+    let n = word.len();
+    if n < 4 || !word.chars().all(|c| c.is_ascii_lowercase()) {
+        return Vec::new();
+    }
+    if let Some(stem) = word.strip_suffix("ies") {
+        bases.push(format!("{stem}y"));
+    } else if let Some(stem) = word
+        .strip_suffix("es")
+        .filter(|s| s.ends_with('s') || s.ends_with('x') || s.ends_with("ch") || s.ends_with("sh"))
+    {
+        bases.push(stem.to_string());
+    } else if let Some(stem) = word.strip_suffix('s').filter(|s| !s.ends_with('s')) {
+        bases.push(stem.to_string());
+    }
+    for suffix in ["ed", "ing"] {
+        if let Some(stem) = word.strip_suffix(suffix).filter(|s| s.len() >= 3) {
+            bases.push(stem.to_string());
+            bases.push(format!("{stem}e"));
+            let b = stem.as_bytes();
+            if b.len() >= 2 && b[b.len() - 1] == b[b.len() - 2] {
+                bases.push(stem[..stem.len() - 1].to_string());
+            }
+        }
+    }
+    if bases.is_empty() {
+        bases.push(word.to_string());
+    }
+    let mut out: Vec<String> = Vec::new();
+    for base in bases {
+        let agent = if base.ends_with('e') {
+            format!("{base}r")
+        } else {
+            format!("{base}er")
+        };
+        for form in [base, agent] {
+            if form != word && form.len() >= 3 && !out.contains(&form) {
+                out.push(form);
+            }
+        }
+    }
+    out
+}
+
+/// Weight of a variant relative to the word it comes from.
+pub const VARIANT_WEIGHT: f32 = 0.8;
+
+/// Add to `terms` the [`variants`] of each term that the index holds (`exists`), weighted
+/// [`VARIANT_WEIGHT`] times their word's.
+pub fn add_variants(terms: &mut Vec<(String, f32)>, exists: impl Fn(&str) -> bool) {
+    let mut extra: Vec<(String, f32)> = Vec::new();
+    for (term, weight) in terms.iter() {
+        for form in variants(term) {
+            let known = terms.iter().chain(extra.iter()).any(|(t, _)| *t == form);
+            if !known && exists(&form) {
+                extra.push((form, weight * VARIANT_WEIGHT));
+            }
+        }
+    }
+    terms.extend(extra);
+}
+
 /// Source file extensions that make a word a file name (`login.py`, `lib.rs`).
 const FILE_EXTENSIONS: &[&str] = &[
     "py", "rs", "js", "jsx", "ts", "tsx", "go", "java", "kt", "c", "h", "cc", "cpp", "hpp", "cs",
@@ -200,6 +267,29 @@ mod tests {
             ["src/lib.rs", "login.py"]
         );
         assert!(path_mentions("version 1.2.3 of numpy.linalg").is_empty());
+    }
+
+    #[test]
+    fn prose_words_get_the_forms_code_uses() {
+        let v = |w: &str| variants(w);
+        assert!(v("threads").contains(&"thread".to_string()));
+        assert!(v("entries").contains(&"entry".to_string()));
+        assert!(v("matches").contains(&"match".to_string()));
+        assert!(v("scheduled").contains(&"schedule".to_string()));
+        assert!(v("scheduled").contains(&"scheduler".to_string()));
+        assert!(v("spawned").contains(&"spawn".to_string()));
+        assert!(v("running").contains(&"run".to_string()));
+        assert!(v("parse").contains(&"parser".to_string()));
+        assert!(v("class").iter().all(|f| f != "clas"));
+        assert!(v("io").is_empty());
+        assert!(v("parse_config").is_empty());
+
+        let mut terms = vec![("threads".to_string(), 1.0), ("thread".to_string(), 1.0)];
+        add_variants(&mut terms, |form| form == "thread" || form == "threader");
+        // `thread` was there already; only forms the index holds are added.
+        assert_eq!(terms.len(), 3);
+        assert_eq!(terms[2].0, "threader");
+        assert!((terms[2].1 - VARIANT_WEIGHT).abs() < 1e-6);
     }
 
     #[test]

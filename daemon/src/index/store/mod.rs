@@ -340,6 +340,12 @@ impl Store {
         })
     }
 
+    /// Whether any indexed file lies under directory `dir` (not the root).
+    pub fn has_directory(&self, dir: &str) -> Result<bool, IndexError> {
+        let prefix = format!("{dir}/");
+        self.read(|rtxn| Ok(self.files.prefix_iter(rtxn, &prefix)?.next().is_some()))
+    }
+
     /// The line ranges of `path`'s chunks.
     pub fn chunks_of(&self, path: &str) -> Result<Vec<(u32, u32)>, IndexError> {
         self.read(|rtxn| {

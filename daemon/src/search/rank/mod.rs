@@ -22,6 +22,7 @@ use std::collections::HashMap;
 
 use super::query;
 use crate::index::lexical::LexicalHit;
+use paths::{is_secondary_path, names_file, path_parts, singular, stem_words, superseded};
 
 /// A chunk defining the exact identifier the query is.
 const DEFINES_IDENTIFIER: f32 = 3.0;
@@ -30,12 +31,20 @@ const DEFINES_MENTIONED: f32 = 1.6;
 /// A chunk defining a name spelled out by two adjacent query words (`type adapter` ->
 /// `TypeAdapter`, `join sets` -> `JoinSet`).
 const DEFINES_WORDS: f32 = 1.25;
-/// A file whose stem is a query word (or its plural/singular, or a prefix of it).
-const FILE_NAMED: f32 = 1.3;
+/// A file whose stem is a query word (or its plural/singular, or a prefix of it), or the
+/// initials of three (`server-sent events` -> `SSE.kt`); scaled down as the word gets
+/// common (see [`NAMING_SHARE`]).
+const FILE_NAMED: f32 = 1.6;
+/// A word found in more than this share of the project's chunks names no file (the
+/// project's own name: `curl` -> `curl_share.c`; `request` in an HTTP client); below it, a
+/// file name it matches counts in proportion to its rarity.
+const NAMING_SHARE: f32 = 0.5;
 /// A file whose directory is a query word.
 const DIRECTORY_NAMED: f32 = 1.15;
 /// Tests, examples, docs, benchmarks, fixtures, vendored or generated code.
 const SECONDARY_PATH: f32 = 0.3;
+/// A version directory beside a newer one (`v3/` next to `v4/`), unless the query names it.
+const OLD_VERSION: f32 = 0.5;
 /// A chunk that only re-exports or imports.
 const REEXPORT: f32 = 0.6;
 /// Share of a file's other chunks' scores added to each of its chunks (the best other chunk
@@ -66,6 +75,8 @@ pub struct Profile {
     pub words: Vec<String>,
     /// Names its words spell: each pair of adjacent words joined (the second singular).
     pub spelled: Vec<String>,
+    /// Initials of each three adjacent words (`server-sent events` -> `sse`).
+    pub acronyms: Vec<String>,
     /// Whether it asks for tests, examples, docs or benchmarks.
     pub wants_secondary: bool,
 }
@@ -145,12 +156,17 @@ impl Profile {
             .windows(2)
             .map(|pair| format!("{}{}", pair[0], singular(&pair[1])))
             .collect();
+        let acronyms: Vec<String> = words
+            .windows(3)
+            .map(|three| three.iter().filter_map(|w| w.chars().next()).collect())
+            .collect();
         let wants_secondary = words.iter().any(|w| SECONDARY_WORDS.contains(&w.as_str()));
         Profile {
             kind,
             names,
             words,
             spelled,
+            acronyms,
             wants_secondary,
         }
     }
@@ -160,6 +176,10 @@ impl Profile {
 pub trait Definitions {
     /// Lowercase names of the symbols whose definition starts inside `hit`'s lines.
     fn defined_in(&self, hit: &LexicalHit) -> Vec<String>;
+    /// The share of the project's chunks whose text holds `word`, 0 to 1.
+    fn doc_share(&self, word: &str) -> f32;
+    /// Whether the project has files under directory `dir`.
+    fn has_directory(&self, dir: &str) -> bool;
 }
 
 /// Reorder `hits` (best first, scores from retrieval) for `profile`.
@@ -176,7 +196,7 @@ pub fn rank(
         .map(|h| h.score)
         .fold(f32::MIN, f32::max)
         .max(f32::EPSILON);
-    let file_words = naming_words(profile, &hits);
+    let file_words = naming_words(profile, &hits, definitions);
     let mut scored: Vec<(f32, LexicalHit)> = hits
         .into_iter()
         .map(|mut hit| {
@@ -231,10 +251,15 @@ fn sort(scored: &mut [(f32, LexicalHit)]) {
     scored.sort_by(|a, b| b.0.total_cmp(&a.0));
 }
 
-/// The query words that tell files apart by name: those naming at most a quarter of the
-/// candidates' files (at least [`MIN_NAMED_FILES`]). A word naming most files (`http` among
-/// `Http*.kt`) says nothing about which one is meant.
-fn naming_words<'p>(profile: &'p Profile, hits: &[LexicalHit]) -> Vec<&'p str> {
+/// The query words that tell files apart by name, each with its weight: those naming at
+/// most a quarter of the candidates' files (at least [`MIN_NAMED_FILES`]) and found in at
+/// most [`NAMING_SHARE`] of the project's chunks, weighted by their rarity. A word naming
+/// most files (`http` among `Http*.kt`) says nothing about which one is meant.
+fn naming_words<'p>(
+    profile: &'p Profile,
+    hits: &[LexicalHit],
+    definitions: &dyn Definitions,
+) -> Vec<(&'p str, f32)> {
     let mut files: Vec<&str> = hits.iter().map(|h| h.path.as_str()).collect();
     files.sort_unstable();
     files.dedup();
@@ -256,14 +281,17 @@ fn naming_words<'p>(profile: &'p Profile, hits: &[LexicalHit]) -> Vec<&'p str> {
                 .count();
             named <= most
         })
-        .map(String::as_str)
+        .filter_map(|w| {
+            let share = definitions.doc_share(w);
+            (share <= NAMING_SHARE).then(|| (w.as_str(), 1.0 - share / NAMING_SHARE))
+        })
         .collect()
 }
 
 /// The product of the factors that apply to `hit`, and each rule that applied, in words.
 fn evidence(
     profile: &Profile,
-    file_words: &[&str],
+    file_words: &[(&str, f32)],
     hit: &LexicalHit,
     definitions: &dyn Definitions,
 ) -> (f32, Vec<String>) {
@@ -294,16 +322,33 @@ fn evidence(
     }
     let (dirs, stem) = path_parts(&hit.path);
     let words = stem_words(&hit.path);
-    if let Some(word) = file_words.iter().find(|w| names_file(w, &stem, &words)) {
-        factor *= FILE_NAMED;
-        why.push(format!("file named by `{word}`"));
-    } else if let Some(word) = profile
-        .words
+    let named = file_words
         .iter()
-        .find(|w| dirs.iter().any(|d| d == *w || singular(d) == singular(w)))
+        .filter(|(w, _)| names_file(w, &stem, &words))
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    let file_word = named.map(|(w, _)| *w);
+    if let Some((word, weight)) = named {
+        factor *= 1.0 + (FILE_NAMED - 1.0) * weight;
+        why.push(format!("file named by `{word}`"));
+    } else if let Some(acronym) = profile
+        .acronyms
+        .iter()
+        .find(|a| stem == **a || words.iter().any(|w| w == *a))
     {
+        factor *= FILE_NAMED;
+        why.push(format!("file named by `{acronym}`"));
+    }
+    // A directory named by another word tells apart files of one name (`binding/json.go`
+    // from `render/json.go` for "JSON request binding").
+    if let Some(word) = profile.words.iter().find(|w| {
+        Some(w.as_str()) != file_word && dirs.iter().any(|d| d == *w || singular(d) == singular(w))
+    }) {
         factor *= DIRECTORY_NAMED;
         why.push(format!("directory named by `{word}`"));
+    }
+    if superseded(&hit.path, &profile.words, definitions) {
+        factor *= OLD_VERSION;
+        why.push("an older version beside a newer one (lower)".to_string());
     }
     if !profile.wants_secondary && is_secondary_path(&hit.path) {
         factor *= SECONDARY_PATH;
@@ -397,133 +442,6 @@ fn find_word(text: &str, word: &str) -> Option<usize> {
     None
 }
 
-/// Lowercase directory names and the file stem (`Sync/Broadcast.rs` -> ([sync], broadcast)).
-fn path_parts(path: &str) -> (Vec<String>, String) {
-    let lower = path.to_lowercase();
-    let mut parts: Vec<&str> = lower.split('/').collect();
-    let file = parts.pop().unwrap_or("");
-    let stem = file.split('.').next().unwrap_or(file).to_string();
-    (parts.into_iter().map(String::from).collect(), stem)
-}
-
-fn singular(word: &str) -> &str {
-    word.strip_suffix("es")
-        .filter(|w| w.ends_with('s') || w.ends_with('x') || w.ends_with("ch"))
-        .or_else(|| word.strip_suffix('s').filter(|w| w.len() > 2))
-        .unwrap_or(word)
-}
-
-/// The words of a file's name, lowercase: split at `_`, `-` and CamelCase humps
-/// (`HttpCallValidator.kt` -> [http, call, validator], `multi_thread.rs` -> [multi, thread]).
-fn stem_words(path: &str) -> Vec<String> {
-    let file = path.rsplit('/').next().unwrap_or(path);
-    let stem = file.split('.').next().unwrap_or(file);
-    let mut out = Vec::new();
-    for part in stem.split(['_', '-']).filter(|p| !p.is_empty()) {
-        let mut word = String::new();
-        let chars: Vec<char> = part.chars().collect();
-        for (i, &c) in chars.iter().enumerate() {
-            let hump = c.is_uppercase()
-                && i > 0
-                && (chars[i - 1].is_lowercase()
-                    || chars.get(i + 1).is_some_and(|n| n.is_lowercase())
-                        && chars[i - 1].is_uppercase());
-            if hump && !word.is_empty() {
-                out.push(std::mem::take(&mut word));
-            }
-            word.extend(c.to_lowercase());
-        }
-        if !word.is_empty() {
-            out.push(word);
-        }
-    }
-    out
-}
-
-/// `word` without a verb ending, `-ing` or `-ed` (`watching` -> `watch`, `spawned` ->
-/// `spawn`, `scheduled` -> `schedul`, a prefix of `schedule`), when enough is left.
-fn ungerund(word: &str) -> &str {
-    word.strip_suffix("ing")
-        .or_else(|| word.strip_suffix("ed"))
-        .filter(|w| w.len() >= 4)
-        .unwrap_or(word)
-}
-
-/// Whether query word `word` names a file with stem `stem` (words `stem_words`): equal,
-/// equal but for a plural or a gerund, one a prefix of the other (at least 4 letters:
-/// `serialize` / `serializer`), or one of the name's several words (`multi_thread`,
-/// `HttpTimeout`) is it.
-fn names_file(word: &str, stem: &str, stem_words: &[String]) -> bool {
-    if stem.is_empty() || word.len() < 3 {
-        return false;
-    }
-    let w = ungerund(singular(word));
-    let s = singular(stem);
-    w == s
-        || (w.len() >= 4 && s.len() >= 4 && (s.starts_with(w) || w.starts_with(s)))
-        || (stem_words.len() > 1
-            && stem_words
-                .iter()
-                .any(|p| p.len() >= 3 && (singular(p) == w || singular(p) == singular(word))))
-}
-
-/// Tests, examples, docs, benchmarks, fixtures, vendored or generated code, by path.
-fn is_secondary_path(path: &str) -> bool {
-    let lower = path.to_lowercase();
-    let mut parts: Vec<&str> = lower.split('/').collect();
-    let file = parts.pop().unwrap_or("");
-    let dir_hit = parts.iter().any(|d| {
-        matches!(
-            *d,
-            "test"
-                | "tests"
-                | "testing"
-                | "__tests__"
-                | "spec"
-                | "specs"
-                | "example"
-                | "examples"
-                | "doc"
-                | "docs"
-                | "benches"
-                | "bench"
-                | "benchmark"
-                | "benchmarks"
-                | "fixtures"
-                | "testdata"
-                | "vendor"
-                | "third_party"
-                | "node_modules"
-                | "generated"
-                | "mocks"
-                | "demo"
-                | "samples"
-        )
-    });
-    let stem = file.split('.').next().unwrap_or(file);
-    // `RouterTest.java`, `HandlerTests.cs`: CamelCase test classes, by the original case.
-    let original = path.rsplit('/').next().unwrap_or(path);
-    let original_stem = original.split('.').next().unwrap_or(original);
-    let file_hit = stem.starts_with("test_")
-        || stem == "test"
-        || stem == "tests"
-        || stem.ends_with("_test")
-        || stem.ends_with("_tests")
-        || stem.ends_with("-test")
-        || original_stem.ends_with("Test")
-        || original_stem.ends_with("Tests")
-        || stem.ends_with("_spec")
-        || file.contains(".test.")
-        || file.contains(".spec.")
-        || stem.ends_with("_pb2")
-        || file.ends_with(".pb.go")
-        || file.ends_with(".generated.cs")
-        || file.ends_with(".md")
-        || file.ends_with(".rst")
-        || file.ends_with(".txt");
-    dir_hit || file_hit
-}
-
 /// A chunk whose non-blank, non-comment lines are all imports, re-exports or module
 /// declarations.
 fn is_reexport(body: &str) -> bool {
@@ -577,5 +495,6 @@ fn is_stopword(word: &str) -> bool {
         )
 }
 
+mod paths;
 #[cfg(test)]
 mod tests;

@@ -12,6 +12,45 @@ impl Definitions for Symbols {
             .map(|(_, n)| n.to_lowercase())
             .collect()
     }
+
+    fn doc_share(&self, _word: &str) -> f32 {
+        0.0
+    }
+
+    fn has_directory(&self, _dir: &str) -> bool {
+        false
+    }
+}
+
+/// A project seen through the stage: how common each word is, which directories exist.
+#[derive(Default)]
+struct Project {
+    shares: Vec<(&'static str, f32)>,
+    dirs: Vec<&'static str>,
+}
+
+impl Definitions for Project {
+    fn defined_in(&self, _hit: &LexicalHit) -> Vec<String> {
+        Vec::new()
+    }
+
+    fn doc_share(&self, word: &str) -> f32 {
+        self.shares
+            .iter()
+            .find(|(w, _)| *w == word)
+            .map_or(0.0, |(_, s)| *s)
+    }
+
+    fn has_directory(&self, dir: &str) -> bool {
+        self.dirs.contains(&dir)
+    }
+}
+
+fn order_in(project: &Project, query: &str, hits: Vec<LexicalHit>) -> Vec<String> {
+    rank(&Profile::new(query), hits, project)
+        .into_iter()
+        .map(|h| h.path)
+        .collect()
 }
 
 fn hit(path: &str, score: f32) -> LexicalHit {
@@ -188,4 +227,90 @@ fn one_file_does_not_fill_the_page() {
     let ranked = order("scheduler", hits, Symbols(vec![]));
     let other = ranked.iter().position(|p| p == "other.rs").unwrap();
     assert!(other <= 3, "{ranked:?}");
+}
+
+#[test]
+fn a_word_found_everywhere_names_no_file() {
+    let hits = vec![hit("lib/curl_share.c", 1.0), hit("lib/url.c", 0.8)];
+    let query = "how curl reuses a connection url";
+    // `curl` is in nearly every chunk of curl: it does not single out `curl_share.c`.
+    let curl = Project {
+        shares: vec![("curl", 0.9), ("url", 0.1)],
+        ..Project::default()
+    };
+    assert_eq!(
+        order_in(&curl, query, hits.clone()),
+        ["lib/url.c", "lib/curl_share.c"]
+    );
+    // Where it is rare it does.
+    let elsewhere = Project {
+        shares: vec![("curl", 0.01), ("url", 0.1)],
+        ..Project::default()
+    };
+    assert_eq!(
+        order_in(&elsewhere, query, hits),
+        ["lib/curl_share.c", "lib/url.c"]
+    );
+}
+
+#[test]
+fn initials_of_three_words_name_a_file() {
+    let hits = vec![
+        hit("plugins/sse/builders.kt", 1.0),
+        hit("plugins/sse/SSE.kt", 0.7),
+    ];
+    let ranked = order_in(
+        &Project::default(),
+        "how server-sent events are parsed",
+        hits,
+    );
+    assert_eq!(ranked, ["plugins/sse/SSE.kt", "plugins/sse/builders.kt"]);
+}
+
+#[test]
+fn a_directory_named_by_another_word_tells_same_named_files_apart() {
+    let hits = vec![hit("render/json.go", 1.0), hit("binding/json.go", 0.9)];
+    assert_eq!(
+        order_in(&Project::default(), "JSON request binding", hits),
+        ["binding/json.go", "render/json.go"]
+    );
+}
+
+#[test]
+fn a_private_file_prefix_is_not_part_of_its_name() {
+    let hits = vec![
+        hit("lua/entry_display.lua", 1.0),
+        hit("lua/builtin/__diagnostics.lua", 0.8),
+    ];
+    assert_eq!(
+        order_in(&Project::default(), "how diagnostic entries show", hits),
+        ["lua/builtin/__diagnostics.lua", "lua/entry_display.lua"]
+    );
+}
+
+#[test]
+fn an_older_version_beside_a_newer_one_ranks_lower() {
+    let project = Project {
+        dirs: vec!["src/v3", "src/v4"],
+        ..Project::default()
+    };
+    let hits = vec![hit("src/v3/types.ts", 1.0), hit("src/v4/core/api.ts", 0.7)];
+    assert_eq!(
+        order_in(&project, "optional schema wrappers", hits.clone()),
+        ["src/v4/core/api.ts", "src/v3/types.ts"]
+    );
+    // Unless the query asks for that version.
+    assert_eq!(
+        order_in(&project, "v3 optional schema wrappers", hits.clone()),
+        ["src/v3/types.ts", "src/v4/core/api.ts"]
+    );
+    // The newest version is not lowered.
+    let only = Project {
+        dirs: vec!["src/v3"],
+        ..Project::default()
+    };
+    assert_eq!(
+        order_in(&only, "optional schema wrappers", hits),
+        ["src/v3/types.ts", "src/v4/core/api.ts"]
+    );
 }

@@ -1,0 +1,167 @@
+//! What a file's path says: its name's words, whether a query word names it, and the priors
+//! on tests, docs, generated code and superseded versions.
+
+use super::Definitions;
+
+/// Lowercase directory names and the file stem (`Sync/Broadcast.rs` -> ([sync], broadcast)).
+pub(super) fn path_parts(path: &str) -> (Vec<String>, String) {
+    let lower = path.to_lowercase();
+    let mut parts: Vec<&str> = lower.split('/').collect();
+    let file = parts.pop().unwrap_or("");
+    let stem = file.split('.').next().unwrap_or(file);
+    // `__diagnostics.lua`, `_internal.py`: the underscores mark privacy, not the name.
+    let stem = stem.trim_matches('_').to_string();
+    (parts.into_iter().map(String::from).collect(), stem)
+}
+
+pub(super) fn singular(word: &str) -> &str {
+    word.strip_suffix("es")
+        .filter(|w| w.ends_with('s') || w.ends_with('x') || w.ends_with("ch"))
+        .or_else(|| word.strip_suffix('s').filter(|w| w.len() > 2))
+        .unwrap_or(word)
+}
+
+/// The words of a file's name, lowercase: split at `_`, `-` and CamelCase humps
+/// (`HttpCallValidator.kt` -> [http, call, validator], `multi_thread.rs` -> [multi, thread]).
+pub(super) fn stem_words(path: &str) -> Vec<String> {
+    let file = path.rsplit('/').next().unwrap_or(path);
+    let stem = file.split('.').next().unwrap_or(file);
+    let mut out = Vec::new();
+    for part in stem.split(['_', '-']).filter(|p| !p.is_empty()) {
+        let mut word = String::new();
+        let chars: Vec<char> = part.chars().collect();
+        for (i, &c) in chars.iter().enumerate() {
+            let hump = c.is_uppercase()
+                && i > 0
+                && (chars[i - 1].is_lowercase()
+                    || chars.get(i + 1).is_some_and(|n| n.is_lowercase())
+                        && chars[i - 1].is_uppercase());
+            if hump && !word.is_empty() {
+                out.push(std::mem::take(&mut word));
+            }
+            word.extend(c.to_lowercase());
+        }
+        if !word.is_empty() {
+            out.push(word);
+        }
+    }
+    out
+}
+
+/// `word` without a verb ending, `-ing` or `-ed` (`watching` -> `watch`, `spawned` ->
+/// `spawn`, `scheduled` -> `schedul`, a prefix of `schedule`), when enough is left.
+fn ungerund(word: &str) -> &str {
+    word.strip_suffix("ing")
+        .or_else(|| word.strip_suffix("ed"))
+        .filter(|w| w.len() >= 4)
+        .unwrap_or(word)
+}
+
+/// Whether query word `word` names a file with stem `stem` (words `stem_words`): equal,
+/// equal but for a plural or a gerund, one a prefix of the other (at least 4 letters:
+/// `serialize` / `serializer`), or one of the name's several words (`multi_thread`,
+/// `HttpTimeout`) is it.
+pub(super) fn names_file(word: &str, stem: &str, stem_words: &[String]) -> bool {
+    if stem.is_empty() || word.len() < 3 {
+        return false;
+    }
+    let w = ungerund(singular(word));
+    let s = singular(stem);
+    w == s
+        || (w.len() >= 4 && s.len() >= 4 && (s.starts_with(w) || w.starts_with(s)))
+        || (stem_words.len() > 1
+            && stem_words
+                .iter()
+                .any(|p| p.len() >= 3 && (singular(p) == w || singular(p) == singular(word))))
+}
+
+/// Whether `path` lies in a version directory (`v3/`) beside a newer one (`v4/`), and the
+/// query does not name that version.
+pub(super) fn superseded(
+    path: &str,
+    query_words: &[String],
+    definitions: &dyn Definitions,
+) -> bool {
+    let parts: Vec<&str> = path.split('/').collect();
+    for (i, part) in parts.iter().enumerate().take(parts.len().saturating_sub(1)) {
+        let Some(n) = part
+            .strip_prefix(['v', 'V'])
+            .and_then(|d| d.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if query_words.iter().any(|w| w == &part.to_lowercase()) {
+            return false;
+        }
+        let parent = parts[..i].join("/");
+        let newer = (n + 1..=n + 3).any(|m| {
+            let dir = if parent.is_empty() {
+                format!("v{m}")
+            } else {
+                format!("{parent}/v{m}")
+            };
+            definitions.has_directory(&dir)
+        });
+        if newer {
+            return true;
+        }
+    }
+    false
+}
+
+/// Tests, examples, docs, benchmarks, fixtures, vendored or generated code, by path.
+pub(super) fn is_secondary_path(path: &str) -> bool {
+    let lower = path.to_lowercase();
+    let mut parts: Vec<&str> = lower.split('/').collect();
+    let file = parts.pop().unwrap_or("");
+    let dir_hit = parts.iter().any(|d| {
+        matches!(
+            *d,
+            "test"
+                | "tests"
+                | "testing"
+                | "__tests__"
+                | "spec"
+                | "specs"
+                | "example"
+                | "examples"
+                | "doc"
+                | "docs"
+                | "benches"
+                | "bench"
+                | "benchmark"
+                | "benchmarks"
+                | "fixtures"
+                | "testdata"
+                | "vendor"
+                | "third_party"
+                | "node_modules"
+                | "generated"
+                | "mocks"
+                | "demo"
+                | "samples"
+        )
+    });
+    let stem = file.split('.').next().unwrap_or(file);
+    // `RouterTest.java`, `HandlerTests.cs`: CamelCase test classes, by the original case.
+    let original = path.rsplit('/').next().unwrap_or(path);
+    let original_stem = original.split('.').next().unwrap_or(original);
+    let file_hit = stem.starts_with("test_")
+        || stem == "test"
+        || stem == "tests"
+        || stem.ends_with("_test")
+        || stem.ends_with("_tests")
+        || stem.ends_with("-test")
+        || original_stem.ends_with("Test")
+        || original_stem.ends_with("Tests")
+        || stem.ends_with("_spec")
+        || file.contains(".test.")
+        || file.contains(".spec.")
+        || stem.ends_with("_pb2")
+        || file.ends_with(".pb.go")
+        || file.ends_with(".generated.cs")
+        || file.ends_with(".md")
+        || file.ends_with(".rst")
+        || file.ends_with(".txt");
+    dir_hit || file_hit
+}
