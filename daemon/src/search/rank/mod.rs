@@ -12,6 +12,8 @@
 //!   holding only imports) too;
 //! - *file evidence*: a file with several matching chunks is likely the place: part of its
 //!   other chunks' scores flows to each of its chunks;
+//! - *coverage*: a file whose candidate chunks and path hold more of the query's words
+//!   (weighted by rarity) is likelier the answer than one repeating a few of them;
 //! - *diversity*: the n-th chunk of a file already listed is damped, so a page shows several
 //!   files before it shows one file ten times.
 //!
@@ -50,6 +52,11 @@ const REEXPORT: f32 = 0.6;
 /// Share of a file's other chunks' scores added to each of its chunks (the best other chunk
 /// counts fully, the next half, then a quarter, ...).
 const FILE_EVIDENCE: f32 = 0.5;
+/// How strongly a file's coverage of the query's words (0 to 1) scales its chunks.
+const COVERAGE_POWER: f32 = 0.4;
+/// The least coverage counted: a chunk found by meaning alone, sharing no word with the
+/// query, keeps a fair chance.
+const COVERAGE_FLOOR: f32 = 0.25;
 /// Damping of each further chunk of a file already ranked above.
 const REPEAT_DAMPING: f32 = 0.6;
 
@@ -229,6 +236,13 @@ pub fn rank(
         }
         *score += FILE_EVIDENCE * others;
     }
+    // Coverage: a file holding every concept of the question beats one that repeats a few.
+    let covered = coverage(profile, &scored, definitions);
+    for (score, hit) in &mut scored {
+        if let Some(share) = covered.get(&hit.path) {
+            *score *= share.max(COVERAGE_FLOOR).powf(COVERAGE_POWER);
+        }
+    }
     sort(&mut scored);
     // Diversity: damp further chunks of a file already above, then order again.
     let mut seen: HashMap<String, i32> = HashMap::new();
@@ -245,6 +259,53 @@ pub fn rank(
             hit
         })
         .collect()
+}
+
+/// For each candidate file, the share of the query's words its candidate chunks and path
+/// hold (by stem: `scheduled` counts in `scheduler`), each word weighted by its rarity in
+/// the project. Empty for a query of fewer than two words.
+fn coverage(
+    profile: &Profile,
+    scored: &[(f32, LexicalHit)],
+    definitions: &dyn Definitions,
+) -> HashMap<String, f32> {
+    let mut out = HashMap::new();
+    if profile.words.len() < 2 {
+        return out;
+    }
+    let stems: Vec<(&str, f32)> = profile
+        .words
+        .iter()
+        .map(|w| {
+            let share = definitions.doc_share(w).max(1e-4);
+            (paths::stem_of(w), (1.0 / share).ln().max(0.1))
+        })
+        .collect();
+    let total: f32 = stems.iter().map(|(_, weight)| weight).sum();
+    let mut present: HashMap<&str, Vec<bool>> = HashMap::new();
+    for (_, hit) in scored {
+        let found = present.entry(hit.path.as_str()).or_insert_with(|| {
+            let path = hit.path.to_lowercase();
+            stems.iter().map(|(stem, _)| path.contains(stem)).collect()
+        });
+        if found.iter().all(|f| *f) {
+            continue;
+        }
+        let body = hit.body.to_lowercase();
+        for (f, (stem, _)) in found.iter_mut().zip(&stems) {
+            *f = *f || body.contains(stem);
+        }
+    }
+    for (path, found) in present {
+        let held: f32 = found
+            .iter()
+            .zip(&stems)
+            .filter(|(f, _)| **f)
+            .map(|(_, (_, weight))| weight)
+            .sum();
+        out.insert(path.to_string(), held / total);
+    }
+    out
 }
 
 fn sort(scored: &mut [(f32, LexicalHit)]) {

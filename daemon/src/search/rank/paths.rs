@@ -50,6 +50,11 @@ pub(super) fn stem_words(path: &str) -> Vec<String> {
 
 /// `word` without a verb ending, `-ing` or `-ed` (`watching` -> `watch`, `spawned` ->
 /// `spawn`, `scheduled` -> `schedul`, a prefix of `schedule`), when enough is left.
+/// `word` without a plural or verb ending (`threads` -> `thread`, `scheduled` -> `schedul`).
+pub(super) fn stem_of(word: &str) -> &str {
+    ungerund(singular(word))
+}
+
 fn ungerund(word: &str) -> &str {
     word.strip_suffix("ing")
         .or_else(|| word.strip_suffix("ed"))

@@ -314,3 +314,17 @@ fn an_older_version_beside_a_newer_one_ranks_lower() {
         ["src/v3/types.ts", "src/v4/core/api.ts"]
     );
 }
+
+#[test]
+fn a_file_holding_every_word_of_the_question_ranks_higher() {
+    let mut repeats = hit("src/pool.rs", 1.0);
+    repeats.body = "fn blocking() { blocking(); blocking(); }".into();
+    let mut covers = hit("src/task.rs", 0.8);
+    covers.body = "/// Runs blocking code on a thread the runtime keeps.\nfn spawn() {}".into();
+    let ranked = order_in(
+        &Project::default(),
+        "running blocking code inside the runtime",
+        vec![repeats, covers],
+    );
+    assert_eq!(ranked, ["src/task.rs", "src/pool.rs"]);
+}
