@@ -115,38 +115,6 @@ impl Fusion {
     }
 }
 
-/// A query that is one identifier (`parse_config`, `Session.request`, `Runtime::block_on`,
-/// `HTTPServer`) asks for its definition: hits defining that name go first, in their fused
-/// order. Rank fusion alone can bury them when the vectors, blind to exact names, favour
-/// look-alikes.
-pub fn pin_definitions<T>(query: &str, hits: &mut Vec<T>, symbol: impl Fn(&T) -> Option<&str>) {
-    let query = query.trim();
-    let identifier = !query.is_empty()
-        && query
-            .chars()
-            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | ':' | '$'));
-    if !identifier {
-        return;
-    }
-    let wanted = query.to_lowercase();
-    let bare = |name: &str| {
-        name.rsplit(['.', ':'])
-            .next()
-            .unwrap_or(name)
-            .to_lowercase()
-    };
-    let wanted_bare = bare(&wanted);
-    let defines = |hit: &T| {
-        symbol(hit).is_some_and(|s| {
-            let s = s.to_lowercase();
-            s == wanted || (wanted == wanted_bare && bare(&s) == wanted_bare)
-        })
-    };
-    let (mut first, rest): (Vec<T>, Vec<T>) = std::mem::take(hits).into_iter().partition(defines);
-    first.extend(rest);
-    *hits = first;
-}
-
 /// Drop every hit that overlaps (same path, intersecting lines) a better one. `hits` are
 /// `(path, start, end)` best first; returns the indexes kept.
 pub fn without_overlaps<'a>(hits: impl Iterator<Item = (&'a str, u32, u32)>) -> Vec<usize> {
@@ -207,27 +175,6 @@ mod tests {
             ("a.rs", 11, 20),
         ];
         assert_eq!(without_overlaps(hits.iter().copied()), vec![0, 2, 3]);
-    }
-
-    #[test]
-    fn identifier_queries_pin_their_definitions() {
-        let check = |query: &str, symbols: &[Option<&str>], expected: &[usize]| {
-            let mut hits: Vec<(usize, Option<&str>)> =
-                symbols.iter().copied().enumerate().collect();
-            pin_definitions(query, &mut hits, |h| h.1);
-            let order: Vec<usize> = hits.iter().map(|h| h.0).collect();
-            assert_eq!(order, expected, "{query}");
-        };
-        let symbols = [
-            Some("generated_1"),
-            None,
-            Some("generated_59"),
-            Some("Session.request"),
-        ];
-        check("generated_59", &symbols, &[2, 0, 1, 3]);
-        check("request", &symbols, &[3, 0, 1, 2]);
-        check("Session.request", &symbols, &[3, 0, 1, 2]);
-        check("how are requests sent", &symbols, &[0, 1, 2, 3]);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Search over one project's index, top to bottom: validate the filters, analyse the query
 //! ([`query`]: weighted terms, files it names), retrieve BM25 candidates
 //! ([`crate::index::lexical`]) and vector candidates ([`semantic`]), fuse them by reciprocal
-//! rank ([`fusion`]), drop overlaps, pin an identifier's definitions, and cut the page.
+//! rank ([`fusion`]), drop overlaps, reorder by the ranking stage ([`rank`]), and cut the page.
 //! [`similar`] does the same from a reference instead of a query; [`lookup`] serves code by
 //! path or symbol.
 
@@ -204,10 +204,7 @@ impl Searcher<'_> {
         let fusion = self.config.fusion.for_query(terms.len());
         let (hits, total) =
             self.fused(lexical_hits, lexical_total as u64, &ranking, &fusion, None)?;
-        let mut hits = self.ranked(&profile, hits);
-        if params.mode == SearchMode::Hybrid {
-            fusion::pin_definitions(&params.query, &mut hits, |h| h.symbol.as_deref());
-        }
+        let hits = self.ranked(&profile, hits);
         let hits: Vec<LexicalHit> = hits
             .into_iter()
             .skip(params.offset)
@@ -382,7 +379,7 @@ impl rank::Definitions for StoreDefinitions<'_> {
                 .symbols_of(&hit.path)
                 .unwrap_or_default()
                 .into_iter()
-                .map(|s| (s.start_line, s.name.to_lowercase()))
+                .map(|s| (s.start_line, s.name))
                 .collect()
         });
         let mut out: Vec<String> = symbols
@@ -392,7 +389,7 @@ impl rank::Definitions for StoreDefinitions<'_> {
             .collect();
         if let Some(symbol) = &hit.symbol {
             let bare = symbol.rsplit(['.', ':']).next().unwrap_or(symbol);
-            out.push(bare.to_lowercase());
+            out.push(bare.to_string());
         }
         out
     }

@@ -28,6 +28,9 @@ use paths::{is_secondary_path, names_file, path_parts, singular, stem_words, sup
 
 /// A chunk defining the exact identifier the query is.
 const DEFINES_IDENTIFIER: f32 = 3.0;
+/// More for an identifier query's definition spelled as typed (`Router` the module before
+/// `router` the function).
+const DEFINES_AS_TYPED: f32 = 1.5;
 /// A chunk defining a code word used inside a sentence.
 const DEFINES_MENTIONED: f32 = 1.6;
 /// A chunk defining a name spelled out by two adjacent query words (`type adapter` ->
@@ -78,6 +81,11 @@ pub struct Profile {
     pub kind: QueryKind,
     /// Names it asks for, lowercase, bare (`request` of `Session.request`).
     pub names: Vec<String>,
+    /// `names` as typed (`Router`).
+    pub typed: Vec<String>,
+    /// Those of `names` made of several words (`ClientResponse`, `parse_config`): a file
+    /// named by a part of one (`client.py`) is not named by it.
+    pub compounds: Vec<String>,
     /// Its content words, lowercase (stop words removed).
     pub words: Vec<String>,
     /// Names its words spell: each pair of adjacent words joined (the second singular).
@@ -138,20 +146,27 @@ impl Profile {
         } else {
             QueryKind::Prose
         };
-        let bare = |word: &str| {
+        let bare = |word: &str| -> String {
             word.trim_end_matches("()")
                 .rsplit(['.', ':', '#'])
                 .find(|p| !p.is_empty())
                 .unwrap_or(word)
-                .to_lowercase()
+                .to_string()
         };
-        let mut names: Vec<String> = if single {
+        let mut originals: Vec<String> = if single {
             vec![bare(trimmed)]
         } else {
             query::code_words(trimmed).iter().map(|w| bare(w)).collect()
         };
-        names.retain(|n| n.len() > 1);
-        names.dedup();
+        originals.retain(|n| n.len() > 1);
+        originals.dedup();
+        let names: Vec<String> = originals.iter().map(|n| n.to_lowercase()).collect();
+        let typed = originals.clone();
+        let compounds: Vec<String> = originals
+            .iter()
+            .filter(|n| stem_words(n).len() > 1)
+            .map(|n| n.to_lowercase())
+            .collect();
         let words: Vec<String> = trimmed
             .split(|c: char| !c.is_alphanumeric() && c != '_')
             .filter(|w| w.len() > 1)
@@ -171,6 +186,8 @@ impl Profile {
         Profile {
             kind,
             names,
+            typed,
+            compounds,
             words,
             spelled,
             acronyms,
@@ -181,7 +198,7 @@ impl Profile {
 
 /// What the stage reads about a candidate beyond its hit: the names its chunk defines.
 pub trait Definitions {
-    /// Lowercase names of the symbols whose definition starts inside `hit`'s lines.
+    /// Names (as written) of the symbols whose definition starts inside `hit`'s lines.
     fn defined_in(&self, hit: &LexicalHit) -> Vec<String>;
     /// The share of the project's chunks whose text holds `word`, 0 to 1.
     fn doc_share(&self, word: &str) -> f32;
@@ -338,7 +355,7 @@ fn naming_words<'p>(
         .filter(|w| {
             let named = parts
                 .iter()
-                .filter(|(stem, words)| names_file(w, stem, words))
+                .filter(|(stem, words)| names_file(w, stem, words, !profile.compounds.contains(w)))
                 .count();
             named <= most
         })
@@ -359,11 +376,15 @@ fn evidence(
     let mut factor = 1.0;
     let mut why = Vec::new();
     // The index is read only when a rule below can use what it says.
-    let defined = if !profile.names.is_empty() || profile.kind == QueryKind::Prose {
+    let defined_as_written = if !profile.names.is_empty() || profile.kind == QueryKind::Prose {
         definitions.defined_in(hit)
     } else {
         Vec::new()
     };
+    let defined: Vec<String> = defined_as_written
+        .iter()
+        .map(|d| d.to_lowercase())
+        .collect();
     if !profile.names.is_empty()
         && (defined.iter().any(|d| profile.names.contains(d))
             || profile.names.iter().any(|n| defines_in_text(&hit.body, n)))
@@ -372,6 +393,12 @@ fn evidence(
             QueryKind::Identifier => DEFINES_IDENTIFIER,
             _ => DEFINES_MENTIONED,
         };
+        // `Router` asks for the module `Router` before the function `router`.
+        if profile.kind == QueryKind::Identifier
+            && defined_as_written.iter().any(|d| profile.typed.contains(d))
+        {
+            factor *= DEFINES_AS_TYPED;
+        }
         why.push("defines a name the query asks for".to_string());
     } else if profile.kind == QueryKind::Prose
         && defined
@@ -385,7 +412,7 @@ fn evidence(
     let words = stem_words(&hit.path);
     let named = file_words
         .iter()
-        .filter(|(w, _)| names_file(w, &stem, &words))
+        .filter(|(w, _)| names_file(w, &stem, &words, !profile.compounds.iter().any(|n| n == w)))
         .max_by(|a, b| a.1.total_cmp(&b.1));
     let file_word = named.map(|(w, _)| *w);
     if let Some((word, weight)) = named {

@@ -66,14 +66,14 @@ fn ungerund(word: &str) -> &str {
 /// equal but for a plural or a gerund, one a prefix of the other (at least 4 letters:
 /// `serialize` / `serializer`), or one of the name's several words (`multi_thread`,
 /// `HttpTimeout`) is it.
-pub(super) fn names_file(word: &str, stem: &str, stem_words: &[String]) -> bool {
+pub(super) fn names_file(word: &str, stem: &str, stem_words: &[String], prefixes: bool) -> bool {
     if stem.is_empty() || word.len() < 3 {
         return false;
     }
     let w = ungerund(singular(word));
     let s = singular(stem);
     w == s
-        || (w.len() >= 4 && s.len() >= 4 && (s.starts_with(w) || w.starts_with(s)))
+        || (prefixes && w.len() >= 4 && s.len() >= 4 && (s.starts_with(w) || w.starts_with(s)))
         || (stem_words.len() > 1
             && stem_words
                 .iter()

@@ -161,7 +161,7 @@ fn a_file_named_by_a_query_word_ranks_higher() {
     );
     let named = |word: &str, path: &str| {
         let (_, stem) = path_parts(path);
-        names_file(word, &stem, &stem_words(path))
+        names_file(word, &stem, &stem_words(path), true)
     };
     assert!(named("serializers", "src/serializer.rs"));
     assert!(named("thread", "rt/multi_thread.rs"));
@@ -327,4 +327,34 @@ fn a_file_holding_every_word_of_the_question_ranks_higher() {
         vec![repeats, covers],
     );
     assert_eq!(ranked, ["src/task.rs", "src/pool.rs"]);
+}
+
+#[test]
+fn an_identifier_defined_as_typed_comes_before_other_cases() {
+    struct Cased;
+    impl Definitions for Cased {
+        fn defined_in(&self, hit: &LexicalHit) -> Vec<String> {
+            match hit.path.as_str() {
+                "mix/tasks.ex" => vec!["router".into()],
+                _ => vec!["Router".into()],
+            }
+        }
+        fn doc_share(&self, _word: &str) -> f32 {
+            0.0
+        }
+        fn has_directory(&self, _dir: &str) -> bool {
+            false
+        }
+    }
+    let hits = vec![hit("mix/tasks.ex", 1.0), hit("lib/web.ex", 0.9)];
+    let ranked: Vec<String> = rank(&Profile::new("Router"), hits.clone(), &Cased)
+        .into_iter()
+        .map(|h| h.path)
+        .collect();
+    assert_eq!(ranked, ["lib/web.ex", "mix/tasks.ex"]);
+    let ranked: Vec<String> = rank(&Profile::new("router"), hits, &Cased)
+        .into_iter()
+        .map(|h| h.path)
+        .collect();
+    assert_eq!(ranked, ["mix/tasks.ex", "lib/web.ex"]);
 }
