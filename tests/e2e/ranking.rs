@@ -99,3 +99,38 @@ fn the_ranking_stage_puts_definitions_and_source_first() {
         "{reply}"
     );
 }
+
+const SCHEDULER_RS: &str = "/// Puts a task on the run queue of the least busy worker thread.
+pub fn schedule(task: Task, workers: &[Worker]) {
+    let worker = workers.iter().min_by_key(|w| w.queue.len()).unwrap();
+    worker.queue.push(task);
+}
+";
+
+const CONFIG_RS: &str = "pub struct Config {
+    pub workers: usize,
+}
+";
+
+#[test]
+fn prose_finds_the_forms_code_uses() {
+    let env = TestEnv::new();
+    let files = vec![
+        (
+            "src/runtime/scheduler.rs".to_string(),
+            SCHEDULER_RS.to_string(),
+        ),
+        ("src/config.rs".to_string(), CONFIG_RS.to_string()),
+    ];
+    let root = env.project("proj", &files);
+    let mut shim = Shim::start(&env, &root);
+    shim.initialize();
+    shim.search_until("schedule", "src/runtime/scheduler.rs");
+    // None of `tasks`, `scheduled`, `threads` is in the code; `task`, `schedule` and
+    // `thread` are.
+    let reply = shim.call_tool(
+        "search",
+        json!({"query": "how tasks are scheduled onto threads", "mode": "lexical"}),
+    );
+    assert_eq!(paths(&reply), ["src/runtime/scheduler.rs"], "{reply}");
+}
