@@ -156,6 +156,7 @@ fn project_status_to_pb(s: ProjectStatus) -> pb::ProjectStatus {
             pending: v.pending,
             rate: v.rate,
             health: v.health,
+            from_shared_cache: v.from_shared_cache,
         }),
         skipped: s
             .skipped

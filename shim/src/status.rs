@@ -30,6 +30,7 @@ pub fn embedding_json(vectors: &pb::VectorStatus) -> Value {
         "pending": vectors.pending,
         "chunks_per_second": vectors.rate,
         "health": vectors.health,
+        "from_shared_cache": vectors.from_shared_cache,
     });
     if vectors.pending > 0 && vectors.rate > 0.0 {
         out["eta_seconds"] = json!((vectors.pending as f64 / vectors.rate).ceil());

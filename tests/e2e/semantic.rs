@@ -524,3 +524,74 @@ fn an_issue_naming_a_file_ranks_that_file_first() {
         );
     }
 }
+
+#[test]
+fn a_second_checkout_takes_its_vectors_from_the_shared_cache() {
+    let server = FakeEmbedServer::start(&["fake-embed"]);
+    let env = TestEnv::new();
+    let mut files = project_files();
+    for i in 0..30 {
+        files.push((
+            Box::leak(format!("gen/m{i}.py").into_boxed_str()),
+            Box::leak(
+                format!("def generated_{i}(value):\n    return value + {i}\n").into_boxed_str(),
+            ),
+        ));
+    }
+    let url = server.url();
+    let settings = [
+        ("AMANMCP_EMBEDDER", "ollama"),
+        ("AMANMCP_EMBED_URL", url.as_str()),
+        ("AMANMCP_EMBED_MODEL", "fake-embed"),
+    ];
+    // The first checkout embeds every chunk.
+    let first = env.project("first", &files);
+    let mut shim = Shim::start_with(&env, &first, &vars(&settings));
+    shim.initialize();
+    shim.search_until("deliver_newsletter", "mail/newsletter.py");
+    env.wait_ready();
+    let chunks = env.project_status()["chunks"].as_u64().unwrap();
+    let embedded_first = server.documents();
+    assert!(
+        embedded_first as u64 >= chunks,
+        "{embedded_first} for {chunks}"
+    );
+
+    // A second checkout of the same files (another clone, a worktree) in the same daemon:
+    // its vectors come from the shared cache; it embeds (almost) nothing.
+    let mut second_files = files.clone();
+    second_files.push(("extra/new.py", "def brand_new_function(x):\n    return x\n"));
+    let second = env.project("second", &second_files);
+    let mut shim2 = Shim::start_with(&env, &second, &vars(&settings));
+    shim2.initialize();
+    shim2.search_until("brand_new_function", "extra/new.py");
+    env.wait_ready();
+    let (_, status) = env.status();
+    let second_status = status["projects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["root"].as_str().is_some_and(|r| r.ends_with("second")))
+        .cloned()
+        .unwrap_or_else(|| panic!("no second project: {status}"));
+    let embedded_second = server.documents() - embedded_first;
+    assert_eq!(
+        embedded_second, 1,
+        "only the new file's chunk: {second_status}"
+    );
+    let shared = second_status["embedding"]["from_shared_cache"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(shared, chunks, "{second_status}");
+    assert_eq!(
+        second_status["embedding"]["embedded"], second_status["chunks"],
+        "{second_status}"
+    );
+    // And its search works on those vectors.
+    let content = search(
+        &mut shim2,
+        json!({"query": "shrink picture thumbnail", "mode": "semantic"}),
+    );
+    assert_eq!(first_path(&content), "media/images.py", "{content}");
+    env.verify_ok(&second, "after taking vectors from the shared cache");
+}

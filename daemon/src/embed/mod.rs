@@ -12,6 +12,7 @@
 //! Every vector an embedder returns has unit length, so cosine similarity is a dot product.
 
 mod builtin;
+pub mod cache;
 mod http;
 pub mod worker;
 
@@ -218,6 +219,8 @@ pub struct Embedding {
     pub health: Health,
     /// Query vectors recently computed (queries repeat: pagination, retries).
     query_cache: Mutex<std::collections::VecDeque<(String, Arc<Vec<f32>>)>>,
+    /// The daemon's cache shared by all projects, and this model's key in it.
+    shared: Option<(cache::SharedCache, u64)>,
 }
 
 /// Query vectors kept.
@@ -230,6 +233,29 @@ impl Embedding {
             embedder,
             health: Health::default(),
             query_cache: Mutex::new(Default::default()),
+            shared: None,
+        }
+    }
+
+    /// Share vectors between projects through `cache`.
+    pub fn with_shared_cache(mut self, cache: cache::SharedCache) -> Embedding {
+        let model = cache::model_key(&self.embedder.model_id());
+        self.shared = Some((cache, model));
+        self
+    }
+
+    /// The vectors the shared cache holds for `hashes` (chunk text hashes) of this model.
+    pub fn shared_vectors(&self, hashes: &[u64]) -> std::collections::HashMap<u64, Vec<f32>> {
+        match &self.shared {
+            Some((cache, model)) => cache.get(*model, hashes),
+            None => Default::default(),
+        }
+    }
+
+    /// Offer vectors (text hash, vector) to the shared cache.
+    pub fn share_vectors(&self, items: &[(u64, &[f32])]) {
+        if let Some((cache, model)) = &self.shared {
+            cache.put(*model, items);
         }
     }
 

@@ -70,7 +70,20 @@ fn run(index: &ProjectIndex, writer: &WriterHandle, embedding: &Embedding, stop:
         // Text embedded before (unchanged code, renames, copies, branch switches) comes from
         // the cache, without the embedder.
         let hashes: Vec<u64> = pending.iter().map(|(_, hash)| *hash).collect();
-        let cached = index.store.cached_vectors(&hashes).unwrap_or_default();
+        let mut cached = index.store.cached_vectors(&hashes).unwrap_or_default();
+        // Then the daemon's cache: another checkout, worktree or branch embedded it.
+        let missing: Vec<u64> = hashes
+            .iter()
+            .copied()
+            .filter(|hash| !cached.contains_key(hash))
+            .collect();
+        if !missing.is_empty() {
+            let shared = embedding.shared_vectors(&missing);
+            progress
+                .shared_hits
+                .fetch_add(shared.len() as u64, Ordering::Relaxed);
+            cached.extend(shared);
+        }
         if !cached.is_empty() {
             let items: Vec<EmbeddedChunk> = pending
                 .iter()
@@ -126,6 +139,12 @@ fn run(index: &ProjectIndex, writer: &WriterHandle, embedding: &Embedding, stop:
                 backoff = Duration::from_secs(1);
                 progress.set_error(None);
                 let n = vectors.len() as u64;
+                let shared: Vec<(u64, &[f32])> = items
+                    .iter()
+                    .zip(&vectors)
+                    .map(|((_, hash), vector)| (*hash, vector.as_slice()))
+                    .collect();
+                embedding.share_vectors(&shared);
                 let embedded = items
                     .iter()
                     .zip(vectors)

@@ -145,12 +145,19 @@ pub struct EmbedProgress {
     pub(crate) rate_bits: AtomicU64,
     /// The last embedder error, cleared by the next success.
     last_error: Mutex<Option<String>>,
+    /// Vectors taken from the daemon's shared cache since the project was loaded.
+    pub(crate) shared_hits: AtomicU64,
 }
 
 impl EmbedProgress {
     /// Recent chunks per second.
     pub fn rate(&self) -> f64 {
         f64::from_bits(self.rate_bits.load(Ordering::Relaxed))
+    }
+
+    /// Vectors taken from the daemon's shared cache since the project was loaded.
+    pub fn shared_hits(&self) -> u64 {
+        self.shared_hits.load(Ordering::Relaxed)
     }
 
     /// The last embedder error, if the last attempt failed.

@@ -62,6 +62,8 @@ pub struct VectorStatus {
     pub rate: f64,
     /// `ok`, `unknown` or `error: ...`.
     pub health: String,
+    /// Vectors taken from the daemon's shared cache since the project was loaded.
+    pub from_shared_cache: u64,
 }
 
 impl Project {
@@ -88,6 +90,7 @@ impl Project {
                 pending,
                 rate: self.index.embed_progress.rate(),
                 health,
+                from_shared_cache: self.index.embed_progress.shared_hits(),
             }
         });
         // Ready means searchable in full: the lexical index and the vectors.
