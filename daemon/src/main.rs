@@ -69,17 +69,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     let embed_config = amanmcpd::embed::EmbedConfig::from_env()?;
     let embedding = embed_config.build()?.map(|embedder| {
         tracing::info!(embedder = %embedder.describe(), model = %embedder.model_id(), "semantic search on");
-        let embedding = amanmcpd::embed::Embedding::new(embedder);
-        // Vectors shared by every project: a second checkout or worktree embeds only what
-        // the first did not. Without it (an unwritable directory), each project embeds alone.
-        let cache_dir = data_dir.join("embed-cache");
-        std::sync::Arc::new(match amanmcpd::embed::cache::SharedCache::open(&cache_dir, None) {
-            Ok(cache) => embedding.with_shared_cache(cache),
-            Err(e) => {
-                tracing::warn!(error = %e, "no shared embedding cache");
-                embedding
-            }
-        })
+        std::sync::Arc::new(amanmcpd::embed::Embedding::new(embedder))
     });
     if embedding.is_none() {
         tracing::info!("semantic search off (AMANMCP_EMBEDDER=off)");

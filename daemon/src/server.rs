@@ -148,6 +148,15 @@ pub async fn run(config: Config) -> Result<(), ServerError> {
     ))?;
     prepare_private_dir(&config.data_dir)?;
     let _data_lock = take_lock(&config.data_dir.join("amanmcpd.lock"))?;
+    // Vectors shared by every project: a second checkout or worktree embeds only what the
+    // first did not. Without it (an unwritable directory), each project embeds alone.
+    if let Some(embedding) = &config.search.embedding {
+        let dir = config.data_dir.join("embed-cache");
+        match crate::embed::cache::SharedCache::open(&dir, None) {
+            Ok(cache) => embedding.attach_shared_cache(cache),
+            Err(e) => tracing::warn!(error = %e, "no shared embedding cache"),
+        }
+    }
 
     // We hold the lock, so any socket file left here is stale.
     let _ = std::fs::remove_file(&config.socket_path);

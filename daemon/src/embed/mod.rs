@@ -219,8 +219,9 @@ pub struct Embedding {
     pub health: Health,
     /// Query vectors recently computed (queries repeat: pagination, retries).
     query_cache: Mutex<std::collections::VecDeque<(String, Arc<Vec<f32>>)>>,
-    /// The daemon's cache shared by all projects, and this model's key in it.
-    shared: Option<(cache::SharedCache, u64)>,
+    /// The daemon's cache shared by all projects, and this model's key in it (attached once
+    /// the daemon holds its data directory's lock).
+    shared: std::sync::OnceLock<(cache::SharedCache, u64)>,
 }
 
 /// Query vectors kept.
@@ -233,20 +234,19 @@ impl Embedding {
             embedder,
             health: Health::default(),
             query_cache: Mutex::new(Default::default()),
-            shared: None,
+            shared: std::sync::OnceLock::new(),
         }
     }
 
-    /// Share vectors between projects through `cache`.
-    pub fn with_shared_cache(mut self, cache: cache::SharedCache) -> Embedding {
+    /// Share vectors between projects through `cache` (the first one attached stays).
+    pub fn attach_shared_cache(&self, cache: cache::SharedCache) {
         let model = cache::model_key(&self.embedder.model_id());
-        self.shared = Some((cache, model));
-        self
+        let _ = self.shared.set((cache, model));
     }
 
     /// The vectors the shared cache holds for `hashes` (chunk text hashes) of this model.
     pub fn shared_vectors(&self, hashes: &[u64]) -> std::collections::HashMap<u64, Vec<f32>> {
-        match &self.shared {
+        match self.shared.get() {
             Some((cache, model)) => cache.get(*model, hashes),
             None => Default::default(),
         }
@@ -254,7 +254,7 @@ impl Embedding {
 
     /// Offer vectors (text hash, vector) to the shared cache.
     pub fn share_vectors(&self, items: &[(u64, &[f32])]) {
-        if let Some((cache, model)) = &self.shared {
+        if let Some((cache, model)) = self.shared.get() {
             cache.put(*model, items);
         }
     }
