@@ -37,6 +37,9 @@ pub fn spawn(
         .spawn(move || run(&index, &writer, &embedding, &stop))
 }
 
+/// Chunks looked up in the caches at a time.
+const CACHE_LOOKAHEAD: usize = 2048;
+
 fn run(index: &ProjectIndex, writer: &WriterHandle, embedding: &Embedding, stop: &AtomicBool) {
     let batch_size = embedding.embedder.batch_size().max(1);
     // Sent to the writer but perhaps not committed yet: not embedded twice.
@@ -46,7 +49,13 @@ fn run(index: &ProjectIndex, writer: &WriterHandle, embedding: &Embedding, stop:
     let progress = &index.embed_progress;
     while !stop.load(Ordering::SeqCst) {
         in_flight.retain(|id| index.store.is_pending(*id).unwrap_or(false));
-        let pending = match index.store.pending_chunks(batch_size, &in_flight) {
+        // Look far ahead in the caches: their vectors go to the writer in one commit (each
+        // vector commit rebuilds arroy's trees, so a second checkout's thousands of cache
+        // hits must not arrive a batch at a time); only `batch_size` misses are embedded.
+        let pending = match index
+            .store
+            .pending_chunks(batch_size.max(CACHE_LOOKAHEAD), &in_flight)
+        {
             Ok(pending) => pending,
             Err(e) => {
                 tracing::error!(error = %e, "cannot read chunks waiting for vectors");
@@ -103,6 +112,7 @@ fn run(index: &ProjectIndex, writer: &WriterHandle, embedding: &Embedding, stop:
         let pending: Vec<(u64, u64)> = pending
             .into_iter()
             .filter(|(_, hash)| !cached.contains_key(hash))
+            .take(batch_size)
             .collect();
         if pending.is_empty() {
             continue;

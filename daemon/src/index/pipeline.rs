@@ -142,6 +142,24 @@ pub fn update(
 
 /// Leave out of `known` the files under directories the walk could not read: not seeing
 /// them does not mean they are gone, so the diff must neither drop nor re-read them.
+/// Run `f` on the threads that read and chunk files for every project (one per core),
+/// apart from rayon's global pool (see [`diff`]); on the global pool only if those threads
+/// cannot be started.
+fn on_parse_pool<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
+    let pool = POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .thread_name(|i| format!("amanmcp-parse-{i}"))
+            .build()
+            .inspect_err(|e| tracing::error!(error = %e, "cannot start the parsing threads"))
+            .ok()
+    });
+    match pool {
+        Some(pool) => pool.install(f),
+        None => f(),
+    }
+}
+
 fn keep_unreadable(known: &mut HashMap<String, FileRecord>, dirs: &[String]) {
     for dir in dirs {
         if dir.is_empty() {
@@ -183,55 +201,60 @@ fn diff(
     let failed: std::sync::Mutex<Option<std::io::Error>> = std::sync::Mutex::new(None);
     on_done(unchanged.len() as u64);
 
-    to_read
-        .par_iter()
-        .for_each_with(writer.clone(), |writer, candidate| {
-            let previous = known.get(&candidate.rel_path);
-            let op = match scan::read_text(&candidate.abs_path, limits) {
-                ReadOutcome::Text(text, hash) => {
-                    source_bytes.fetch_add(text.len() as u64, Ordering::Relaxed);
-                    if !rechunk && previous.is_some_and(|r| r.hash == hash) {
-                        Some(WriteOp::Touch {
-                            path: candidate.rel_path.clone(),
-                            size: candidate.size,
-                            mtime_ns: candidate.mtime_ns,
-                        })
-                    } else {
-                        changed.fetch_add(1, Ordering::Relaxed);
-                        let language = lang::language_of(Path::new(&candidate.rel_path));
-                        let text = crate::files::secrets::redact(&text);
-                        let chunked = syntax::chunk_file(language, &text);
-                        Some(WriteOp::Upsert(FileUpdate {
-                            path: candidate.rel_path.clone(),
-                            size: candidate.size,
-                            mtime_ns: candidate.mtime_ns,
-                            hash,
-                            language,
-                            chunks: chunked.chunks,
-                            symbols: chunked.symbols,
-                        }))
+    // On the parse pool, not rayon's global one: these threads block on the writer's
+    // bounded queue, and the writer's arroy builds run on the global pool; sharing one pool
+    // would let a full queue and a tree build wait for each other for ever.
+    on_parse_pool(|| {
+        to_read
+            .par_iter()
+            .for_each_with(writer.clone(), |writer, candidate| {
+                let previous = known.get(&candidate.rel_path);
+                let op = match scan::read_text(&candidate.abs_path, limits) {
+                    ReadOutcome::Text(text, hash) => {
+                        source_bytes.fetch_add(text.len() as u64, Ordering::Relaxed);
+                        if !rechunk && previous.is_some_and(|r| r.hash == hash) {
+                            Some(WriteOp::Touch {
+                                path: candidate.rel_path.clone(),
+                                size: candidate.size,
+                                mtime_ns: candidate.mtime_ns,
+                            })
+                        } else {
+                            changed.fetch_add(1, Ordering::Relaxed);
+                            let language = lang::language_of(Path::new(&candidate.rel_path));
+                            let text = crate::files::secrets::redact(&text);
+                            let chunked = syntax::chunk_file(language, &text);
+                            Some(WriteOp::Upsert(FileUpdate {
+                                path: candidate.rel_path.clone(),
+                                size: candidate.size,
+                                mtime_ns: candidate.mtime_ns,
+                                hash,
+                                language,
+                                chunks: chunked.chunks,
+                                symbols: chunked.symbols,
+                            }))
+                        }
                     }
+                    ReadOutcome::Failed(error) => {
+                        failed
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .get_or_insert(error);
+                        None
+                    }
+                    ReadOutcome::Skipped(reason) => {
+                        on_skipped(reason);
+                        previous.map(|_| {
+                            removed.fetch_add(1, Ordering::Relaxed);
+                            WriteOp::Remove(candidate.rel_path.clone())
+                        })
+                    }
+                };
+                if let Some(op) = op {
+                    writer.send(op);
                 }
-                ReadOutcome::Failed(error) => {
-                    failed
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .get_or_insert(error);
-                    None
-                }
-                ReadOutcome::Skipped(reason) => {
-                    on_skipped(reason);
-                    previous.map(|_| {
-                        removed.fetch_add(1, Ordering::Relaxed);
-                        WriteOp::Remove(candidate.rel_path.clone())
-                    })
-                }
-            };
-            if let Some(op) = op {
-                writer.send(op);
-            }
-            on_done(1);
-        });
+                on_done(1);
+            });
+    });
     if let Some(error) = failed.into_inner().unwrap_or_else(|e| e.into_inner()) {
         // What was sent stands; what could not be read is retried by the next pass.
         let path = files
