@@ -14,6 +14,7 @@ mod index;
 mod localize;
 mod semble;
 mod stress;
+mod worktrees;
 mod world;
 
 use std::path::PathBuf;
@@ -77,6 +78,13 @@ enum BenchCommand {
     /// Many shims at once on one daemon, every answer checked; then `kill -9` rounds during
     /// updates and embedding, every restart verified.
     Stress(stress::Options),
+    /// Two copies of DIR in one daemon, one after the other (two checkouts or worktrees of a
+    /// repository): lexical time, time to complete vectors, and the share of the second's
+    /// vectors taken from the daemon's shared embedding cache.
+    Worktrees {
+        /// The directory to copy twice.
+        dir: PathBuf,
+    },
     /// Freshness through the file watcher on a copy of DIR: a saved file until searchable
     /// (p50/p95 over many edits), and a 2,000-file storm until settled.
     Freshness {
@@ -135,6 +143,10 @@ fn main() -> anyhow::Result<()> {
         BenchCommand::Stress(options) => {
             let runtime = tokio::runtime::Runtime::new()?;
             runtime.block_on(stress::run(options))
+        }
+        BenchCommand::Worktrees { dir } => {
+            let runtime = tokio::runtime::Runtime::new()?;
+            runtime.block_on(worktrees::bench_worktrees(&dir))
         }
         BenchCommand::Freshness { dir, edits } => {
             let runtime = tokio::runtime::Runtime::new()?;
