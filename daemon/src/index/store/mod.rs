@@ -16,7 +16,9 @@ mod vectors;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use arroy::distances::Cosine;
+/// arroy's distance: cosine over sign bits (48 bytes a vector for 384 dimensions). Its
+/// candidates are re-scored with the exact vectors of `embed_cache` (see `nearest`).
+pub(crate) type VectorDistance = arroy::distances::BinaryQuantizedCosine;
 use arroy::internals::{KeyCodec, NodeCodec};
 use heed::types::{Bytes, Str, U64, Unit};
 use heed::{CommitOrAbort, Database, Env, EnvOpenOptions, RoTxn, RwTxn};
@@ -26,7 +28,7 @@ use codec::{ChunkCodec, FileCodec, SymbolsCodec};
 pub use records::{ChunkRecord, EmbeddedChunk, FileRecord, SymbolRecord, VectorState};
 
 /// Bump when the on-disk layout of LMDB or tantivy changes: older indexes are rebuilt.
-pub const FORMAT_VERSION: u64 = 3;
+pub const FORMAT_VERSION: u64 = 4;
 
 /// Names of the LMDB databases.
 pub mod db_name {
@@ -100,7 +102,7 @@ pub struct Store {
     dirty: Database<'static, Str, Unit>,
     file_symbols: Database<'static, Str, SymbolsCodec>,
     symbol_index: Database<'static, Str, Unit>,
-    vectors: arroy::Database<'static, Cosine>,
+    vectors: arroy::Database<'static, VectorDistance>,
     embed_cache: Database<'static, BeU64, Bytes>,
     embed_pending: Database<'static, BeU64, BeU64>,
     vector_deletes: Database<'static, BeU64, Unit>,
@@ -142,8 +144,10 @@ impl Store {
                     .create_database::<Str, SymbolsCodec>(wtxn, Some(db_name::FILE_SYMBOLS))?;
                 let symbol_index =
                     opener.create_database::<Str, Unit>(wtxn, Some(db_name::SYMBOL_INDEX))?;
-                let vectors = opener
-                    .create_database::<KeyCodec, NodeCodec<Cosine>>(wtxn, Some(db_name::VECTORS))?;
+                let vectors = opener.create_database::<KeyCodec, NodeCodec<VectorDistance>>(
+                    wtxn,
+                    Some(db_name::VECTORS),
+                )?;
                 let cache =
                     opener.create_database::<BeU64, Bytes>(wtxn, Some(db_name::EMBED_CACHE))?;
                 let pending =

@@ -4,22 +4,43 @@
 
 use std::collections::{HashMap, HashSet};
 
-use arroy::distances::Cosine;
 use heed::{RoTxn, RwTxn};
 use roaring::RoaringBitmap;
 
-use super::{ARROY_INDEX, EmbeddedChunk, Fail, Store, StoreTxn, VectorState, meta_key};
+use super::{
+    ARROY_INDEX, EmbeddedChunk, Fail, Store, StoreTxn, VectorDistance, VectorState, meta_key,
+};
 use crate::error::IndexError;
 
+/// A cached vector as stored: f16, little-endian (half the bytes of f32; cosine scores move
+/// by well under 0.001).
 fn vector_bytes(vector: &[f32]) -> Vec<u8> {
-    vector.iter().flat_map(|v| v.to_le_bytes()).collect()
+    vector
+        .iter()
+        .flat_map(|v| half::f16::from_f32(*v).to_le_bytes())
+        .collect()
 }
 
 fn bytes_vector(bytes: &[u8]) -> Vec<f32> {
     bytes
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .chunks_exact(2)
+        .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
         .collect()
+}
+
+/// Candidates arroy's sign-bit distance returns per result asked for, re-scored exactly.
+const RESCORE_FACTOR: usize = 3;
+
+/// Cosine distance (1 - cosine similarity) of two vectors.
+fn cosine_distance(a: &[f32], b: &[f32]) -> f32 {
+    let (mut dot, mut na, mut nb) = (0f32, 0f32, 0f32);
+    for (x, y) in a.iter().zip(b) {
+        dot += x * y;
+        na += x * x;
+        nb += y * y;
+    }
+    let norm = (na * nb).sqrt();
+    if norm > 0.0 { 1.0 - dot / norm } else { 1.0 }
 }
 
 impl Store {
@@ -35,8 +56,8 @@ impl Store {
     fn vector_reader<'t>(
         &self,
         rtxn: &'t RoTxn,
-    ) -> Result<Option<arroy::Reader<'t, Cosine>>, Fail> {
-        match arroy::Reader::<Cosine>::open(rtxn, ARROY_INDEX, self.vectors) {
+    ) -> Result<Option<arroy::Reader<'t, VectorDistance>>, Fail> {
+        match arroy::Reader::<VectorDistance>::open(rtxn, ARROY_INDEX, self.vectors) {
             Ok(reader) => Ok(Some(reader)),
             Err(arroy::Error::MissingMetadata(_)) => Ok(None),
             Err(e) => Err(e.into()),
@@ -91,12 +112,21 @@ impl Store {
                 return Ok(Vec::new());
             };
             let mut out = Vec::new();
-            for item in reader.iter(rtxn)? {
-                let (id, vector) = item?;
-                out.push((u64::from(id), vector));
+            for id in reader.item_ids() {
+                if let Some(vector) = self.exact_vector(rtxn, u64::from(id))? {
+                    out.push((u64::from(id), vector));
+                }
             }
             Ok(out)
         })
+    }
+
+    /// The exact vector of a chunk: its text's entry in `embed_cache`.
+    fn exact_vector(&self, rtxn: &RoTxn, chunk_id: u64) -> Result<Option<Vec<f32>>, Fail> {
+        let Some(record) = self.chunks.get(rtxn, &chunk_id)? else {
+            return Ok(None);
+        };
+        Ok(self.embed_cache.get(rtxn, &record.hash)?.map(bytes_vector))
     }
 
     /// Whether `chunk_id` still waits for a vector.
@@ -143,7 +173,7 @@ impl Store {
             if reader.dimensions() != query.len() {
                 return Ok(Vec::new());
             }
-            let mut builder = reader.nns(limit.max(1));
+            let mut builder = reader.nns(limit.max(1) * RESCORE_FACTOR);
             if let Some(k) = std::num::NonZeroUsize::new(search_k) {
                 builder.search_k(k);
             }
@@ -151,10 +181,19 @@ impl Store {
                 builder.candidates(candidates);
             }
             let found = builder.by_vector(rtxn, query)?;
-            Ok(found
-                .into_iter()
-                .map(|(id, distance)| (u64::from(id), distance))
-                .collect())
+            // Re-score the sign-bit candidates with the exact (f16) vectors.
+            let mut scored = Vec::with_capacity(found.len());
+            for (id, approximate) in found {
+                let id = u64::from(id);
+                let distance = match self.exact_vector(rtxn, id)? {
+                    Some(vector) => cosine_distance(query, &vector),
+                    None => approximate,
+                };
+                scored.push((id, distance));
+            }
+            scored.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+            scored.truncate(limit.max(1));
+            Ok(scored)
         })
     }
 }
@@ -203,7 +242,8 @@ impl StoreTxn<'_> {
             }
             if !deletes.is_empty() {
                 if let Some(dims) = vector_dims(store, wtxn)? {
-                    let arroy = arroy::Writer::<Cosine>::new(store.vectors, ARROY_INDEX, dims);
+                    let arroy =
+                        arroy::Writer::<VectorDistance>::new(store.vectors, ARROY_INDEX, dims);
                     for id in &deletes {
                         if let Ok(item) = u32::try_from(*id) {
                             arroy.del_item(wtxn, item)?;
@@ -225,7 +265,7 @@ impl StoreTxn<'_> {
                     dims
                 }
             };
-            let arroy = arroy::Writer::<Cosine>::new(store.vectors, ARROY_INDEX, dims);
+            let arroy = arroy::Writer::<VectorDistance>::new(store.vectors, ARROY_INDEX, dims);
             let mut stored = 0;
             for item in items {
                 let Ok(item_id) = u32::try_from(item.chunk_id) else {
@@ -261,7 +301,7 @@ impl StoreTxn<'_> {
             let Some(dims) = vector_dims(store, wtxn)? else {
                 return Ok(());
             };
-            let arroy = arroy::Writer::<Cosine>::new(store.vectors, ARROY_INDEX, dims);
+            let arroy = arroy::Writer::<VectorDistance>::new(store.vectors, ARROY_INDEX, dims);
             if arroy.need_build(wtxn)? {
                 let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
                 arroy.builder(&mut rng).build(wtxn)?;
