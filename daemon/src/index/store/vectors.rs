@@ -310,3 +310,96 @@ impl StoreTxn<'_> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::store::{ChunkRecord, FileRecord};
+
+    #[test]
+    fn nearest_ranks_by_the_exact_vectors() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        // A small deterministic generator: values in [-1, 1).
+        let mut state = 7u64;
+        let mut next = move || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        };
+        let dims = 64;
+        let n = 300u64;
+        let vectors: Vec<Vec<f32>> = (0..n)
+            .map(|_| (0..dims).map(|_| next()).collect())
+            .collect();
+        let chunks: Vec<(u64, ChunkRecord)> = (0..n)
+            .map(|id| {
+                let record = ChunkRecord {
+                    path: "a.rs".into(),
+                    start_line: id as u32 + 1,
+                    end_line: id as u32 + 1,
+                    symbol: None,
+                    kind: None,
+                    hash: 1000 + id,
+                };
+                (id, record)
+            })
+            .collect();
+        let file = FileRecord {
+            size: 1,
+            mtime_ns: 1,
+            hash: 1,
+            language: "rust".into(),
+            chunk_ids: (0..n).collect(),
+        };
+        let mut txn = store.write_txn().unwrap();
+        txn.put_file("a.rs", &file, &chunks, &[]).unwrap();
+        let items: Vec<EmbeddedChunk> = (0..n)
+            .map(|id| EmbeddedChunk {
+                chunk_id: id,
+                hash: 1000 + id,
+                vector: vectors[id as usize].clone(),
+            })
+            .collect();
+        assert_eq!(txn.put_vectors(&items).unwrap(), n as usize);
+        txn.build_vectors(1).unwrap();
+        txn.commit(n).unwrap();
+
+        // The cache gives back each vector within f16's precision.
+        let cached = store.cached_vectors(&[1000]).unwrap();
+        let back = &cached[&1000];
+        assert!(
+            back.iter()
+                .zip(&vectors[0])
+                .all(|(a, b)| (a - b).abs() < 1e-3)
+        );
+
+        let query: Vec<f32> = (0..dims).map(|_| next()).collect();
+        // As search asks: 100 neighbours.
+        let found = store.nearest(&query, 100, None, 0).unwrap();
+        assert_eq!(found.len(), 100);
+        // Distances are the exact cosine distances, in order.
+        for (id, distance) in &found {
+            let exact = cosine_distance(&query, &vectors[*id as usize]);
+            assert!(
+                (distance - exact).abs() < 1e-2,
+                "{id}: {distance} vs {exact}"
+            );
+        }
+        assert!(found.windows(2).all(|w| w[0].1 <= w[1].1));
+        // And the first ten are (nearly) the true nearest ten: sign bits only pick the
+        // candidates.
+        let mut exact: Vec<(u64, f32)> = (0..n)
+            .map(|id| (id, cosine_distance(&query, &vectors[id as usize])))
+            .collect();
+        exact.sort_by(|a, b| a.1.total_cmp(&b.1));
+        let truth: Vec<u64> = exact.iter().take(10).map(|(id, _)| *id).collect();
+        let hits = found
+            .iter()
+            .take(10)
+            .filter(|(id, _)| truth.contains(id))
+            .count();
+        assert!(hits >= 9, "{hits} of the true 10");
+    }
+}
