@@ -423,3 +423,36 @@ fn amanctl_service_writes_a_unit_that_runs_the_installed_daemon() {
     env.amanctl(&["service", "uninstall"]);
     assert!(!unit.exists());
 }
+
+#[test]
+fn amanctl_logs_prints_the_end_of_the_daemon_log() {
+    let env = TestEnv::new();
+    // No daemon has run yet: no log, and the answer says where else to look.
+    let none = env.amanctl(&["logs"]);
+    assert_eq!(none.code, 1, "{}", none.text());
+    assert!(none.stderr.contains("journalctl"), "{}", none.stderr);
+
+    let root = env.project("proj", &[("a.py", "def alpha():\n    return 1\n")]);
+    let indexed = env.amanctl(&["index", root.to_str().unwrap()]);
+    assert!(indexed.ok(), "{}", indexed.text());
+    let log = env.daemon_log();
+    let last: Vec<&str> = log.lines().rev().take(2).collect();
+    assert!(!last.is_empty(), "empty daemon log");
+    let ran = env.amanctl(&["logs", "-n", "2"]);
+    assert!(ran.ok(), "{}", ran.text());
+    let printed: Vec<&str> = ran.stdout.lines().collect();
+    assert!(printed.len() <= 2, "{}", ran.stdout);
+    // The lines printed are the log's last ones (more may have been written since).
+    assert!(
+        printed
+            .iter()
+            .all(|line| log.contains(line) || env.daemon_log().contains(line))
+    );
+    let all = env.amanctl(&["logs", "-n", "1000"]);
+    assert!(all.stdout.contains("listening"), "{}", all.stdout);
+    // It still reads the log once the daemon is gone.
+    env.stop_daemon();
+    let after = env.amanctl(&["logs", "-n", "5"]);
+    assert!(after.ok(), "{}", after.text());
+    assert!(!after.stdout.trim().is_empty());
+}

@@ -1,8 +1,9 @@
 //! `amanctl`: diagnostics and set-up for amanmcp. `amanctl status [--json]`, `amanctl stop`,
-//! `amanctl search QUERY [PATH]`,
+//! `amanctl search QUERY [PATH]`, `amanctl logs [-n N] [--follow]`,
 //! `amanctl setup claude|cursor|vscode|codex`, `amanctl doctor`, `amanctl service`.
 
 mod doctor;
+mod logs;
 mod mcp;
 mod search;
 mod service;
@@ -52,6 +53,15 @@ enum Command {
     Search(search::SearchArgs),
     /// Ask the daemon to stop.
     Stop,
+    /// Print the end of the daemon's log (`--follow` to keep printing what it writes).
+    Logs {
+        /// How many lines from the end.
+        #[arg(short = 'n', long, default_value_t = 50)]
+        lines: usize,
+        /// Keep printing new lines until interrupted.
+        #[arg(short, long)]
+        follow: bool,
+    },
     /// Run the daemon as a systemd user service (Linux) or a launchd agent (macOS).
     Service {
         #[command(subcommand)]
@@ -145,6 +155,7 @@ fn main() -> ExitCode {
             Command::Index { path, no_wait } => index(path, no_wait).await,
             Command::Verify { path } => verify(path).await,
             Command::Stop => stop().await,
+            Command::Logs { lines, follow } => logs::logs(lines, follow).await,
             Command::Search(args) => search::search(args).await,
             Command::Doctor { json } => doctor::doctor(json).await,
             Command::Service { command } => service::service(command),
