@@ -220,11 +220,11 @@ impl Searcher<'_> {
 
     /// The candidates reordered by the ranking stage ([`rank`]).
     fn ranked(&self, profile: &rank::Profile, hits: Vec<LexicalHit>) -> Vec<LexicalHit> {
-        let definitions = StoreDefinitions {
+        let view = StoreView {
             index: self.index,
             symbols: std::cell::RefCell::new(HashMap::new()),
         };
-        rank::rank(profile, hits, &definitions)
+        rank::rank(profile, hits, &view)
     }
 
     /// Indexed files the query names: by path (a suffix of an indexed path, so absolute and
@@ -363,14 +363,15 @@ impl Searcher<'_> {
     }
 }
 
-/// The names each candidate defines, from the index's per-file symbol lists (read once per
-/// file).
-struct StoreDefinitions<'a> {
+/// The ranking stage's view of the project's index: the names each candidate defines (from
+/// the per-file symbol lists, read once per file), word frequencies from tantivy, directories
+/// from LMDB.
+struct StoreView<'a> {
     index: &'a ProjectIndex,
     symbols: std::cell::RefCell<HashMap<String, Vec<(u32, String)>>>,
 }
 
-impl rank::Definitions for StoreDefinitions<'_> {
+impl rank::IndexView for StoreView<'_> {
     fn defined_in(&self, hit: &LexicalHit) -> Vec<String> {
         let mut cache = self.symbols.borrow_mut();
         let symbols = cache.entry(hit.path.clone()).or_insert_with(|| {

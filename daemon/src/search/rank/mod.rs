@@ -3,7 +3,7 @@
 //!
 //! Each candidate starts from its retrieval score, scaled so the best is 1, and is
 //! multiplied by evidence, one factor per rule, each named after what it rewards:
-//! - *definitions*: the chunk defines a name the query asks for (the whole query as an
+//! - *view*: the chunk defines a name the query asks for (the whole query as an
 //!   identifier, or a CamelCase / snake_case word inside a sentence);
 //! - *file names*: query words naming the file (`broadcast` -> `sync/broadcast.rs`, plurals
 //!   and prefixes) or its directory;
@@ -161,12 +161,12 @@ impl Profile {
         originals.retain(|n| n.len() > 1);
         originals.dedup();
         let names: Vec<String> = originals.iter().map(|n| n.to_lowercase()).collect();
-        let typed = originals.clone();
         let compounds: Vec<String> = originals
             .iter()
             .filter(|n| stem_words(n).len() > 1)
             .map(|n| n.to_lowercase())
             .collect();
+        let typed = originals;
         let words: Vec<String> = trimmed
             .split(|c: char| !c.is_alphanumeric() && c != '_')
             .filter(|w| w.len() > 1)
@@ -196,8 +196,9 @@ impl Profile {
     }
 }
 
-/// What the stage reads about a candidate beyond its hit: the names its chunk defines.
-pub trait Definitions {
+/// What the stage reads from the index beyond the hits: the names a chunk defines, how
+/// common a word is, which directories exist.
+pub trait IndexView {
     /// Names (as written) of the symbols whose definition starts inside `hit`'s lines.
     fn defined_in(&self, hit: &LexicalHit) -> Vec<String>;
     /// The share of the project's chunks whose text holds `word`, 0 to 1.
@@ -207,11 +208,7 @@ pub trait Definitions {
 }
 
 /// Reorder `hits` (best first, scores from retrieval) for `profile`.
-pub fn rank(
-    profile: &Profile,
-    hits: Vec<LexicalHit>,
-    definitions: &dyn Definitions,
-) -> Vec<LexicalHit> {
+pub fn rank(profile: &Profile, hits: Vec<LexicalHit>, view: &dyn IndexView) -> Vec<LexicalHit> {
     if hits.is_empty() {
         return hits;
     }
@@ -220,12 +217,12 @@ pub fn rank(
         .map(|h| h.score)
         .fold(f32::MIN, f32::max)
         .max(f32::EPSILON);
-    let file_words = naming_words(profile, &hits, definitions);
+    let file_words = naming_words(profile, &hits, view);
     let mut scored: Vec<(f32, LexicalHit)> = hits
         .into_iter()
         .map(|mut hit| {
             let base = (hit.score / best).max(0.0);
-            let (factor, why) = evidence(profile, &file_words, &hit, definitions);
+            let (factor, why) = evidence(profile, &file_words, &hit, view);
             hit.why = why;
             (base * factor, hit)
         })
@@ -254,7 +251,7 @@ pub fn rank(
         *score += FILE_EVIDENCE * others;
     }
     // Coverage: a file holding every concept of the question beats one that repeats a few.
-    let covered = coverage(profile, &scored, definitions);
+    let covered = coverage(profile, &scored, view);
     for (score, hit) in &mut scored {
         if let Some(share) = covered.get(&hit.path) {
             *score *= share.max(COVERAGE_FLOOR).powf(COVERAGE_POWER);
@@ -284,7 +281,7 @@ pub fn rank(
 fn coverage(
     profile: &Profile,
     scored: &[(f32, LexicalHit)],
-    definitions: &dyn Definitions,
+    view: &dyn IndexView,
 ) -> HashMap<String, f32> {
     let mut out = HashMap::new();
     if profile.words.len() < 2 {
@@ -294,7 +291,7 @@ fn coverage(
         .words
         .iter()
         .map(|w| {
-            let share = definitions.doc_share(w).max(1e-4);
+            let share = view.doc_share(w).max(1e-4);
             (paths::stem_of(w), (1.0 / share).ln().max(0.1))
         })
         .collect();
@@ -336,7 +333,7 @@ fn sort(scored: &mut [(f32, LexicalHit)]) {
 fn naming_words<'p>(
     profile: &'p Profile,
     hits: &[LexicalHit],
-    definitions: &dyn Definitions,
+    view: &dyn IndexView,
 ) -> Vec<(&'p str, f32)> {
     let mut files: Vec<&str> = hits.iter().map(|h| h.path.as_str()).collect();
     files.sort_unstable();
@@ -360,7 +357,7 @@ fn naming_words<'p>(
             named <= most
         })
         .filter_map(|w| {
-            let share = definitions.doc_share(w);
+            let share = view.doc_share(w);
             (share <= NAMING_SHARE).then(|| (w.as_str(), 1.0 - share / NAMING_SHARE))
         })
         .collect()
@@ -371,13 +368,13 @@ fn evidence(
     profile: &Profile,
     file_words: &[(&str, f32)],
     hit: &LexicalHit,
-    definitions: &dyn Definitions,
+    view: &dyn IndexView,
 ) -> (f32, Vec<String>) {
     let mut factor = 1.0;
     let mut why = Vec::new();
     // The index is read only when a rule below can use what it says.
     let defined_as_written = if !profile.names.is_empty() || profile.kind == QueryKind::Prose {
-        definitions.defined_in(hit)
+        view.defined_in(hit)
     } else {
         Vec::new()
     };
@@ -434,7 +431,7 @@ fn evidence(
         factor *= DIRECTORY_NAMED;
         why.push(format!("directory named by `{word}`"));
     }
-    if superseded(&hit.path, &profile.words, definitions) {
+    if superseded(&hit.path, &profile.words, view) {
         factor *= OLD_VERSION;
         why.push("an older version beside a newer one (lower)".to_string());
     }
@@ -489,7 +486,7 @@ const DEFINITION_KEYWORDS: &[&str] = &[
 /// Whether `body` defines `name` (lowercase) by its text: a definition keyword right before
 /// it (`local function pick`, `data StackSet`, `pub const Parser`), or a line starting with
 /// it followed by `=`, `::` or `:` (`withDisplay ::`, `TelescopeGlobalState = {}`). The
-/// fallback for languages without syntax chunking, and for definitions the syntax walk
+/// fallback for languages without syntax chunking, and for view the syntax walk
 /// does not name.
 fn defines_in_text(body: &str, name: &str) -> bool {
     if name.len() < 3 {

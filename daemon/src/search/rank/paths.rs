@@ -1,7 +1,7 @@
 //! What a file's path says: its name's words, whether a query word names it, and the priors
 //! on tests, docs, generated code and superseded versions.
 
-use super::Definitions;
+use super::IndexView;
 
 /// Lowercase directory names and the file stem (`Sync/Broadcast.rs` -> ([sync], broadcast)).
 pub(super) fn path_parts(path: &str) -> (Vec<String>, String) {
@@ -82,11 +82,7 @@ pub(super) fn names_file(word: &str, stem: &str, stem_words: &[String], prefixes
 
 /// Whether `path` lies in a version directory (`v3/`) beside a newer one (`v4/`), and the
 /// query does not name that version.
-pub(super) fn superseded(
-    path: &str,
-    query_words: &[String],
-    definitions: &dyn Definitions,
-) -> bool {
+pub(super) fn superseded(path: &str, query_words: &[String], view: &dyn IndexView) -> bool {
     let parts: Vec<&str> = path.split('/').collect();
     for (i, part) in parts.iter().enumerate().take(parts.len().saturating_sub(1)) {
         let Some(n) = part
@@ -105,7 +101,7 @@ pub(super) fn superseded(
             } else {
                 format!("{parent}/v{m}")
             };
-            definitions.has_directory(&dir)
+            view.has_directory(&dir)
         });
         if newer {
             return true;

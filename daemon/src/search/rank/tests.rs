@@ -4,7 +4,7 @@ use super::*;
 
 struct Symbols(Vec<(&'static str, &'static str)>);
 
-impl Definitions for Symbols {
+impl IndexView for Symbols {
     fn defined_in(&self, hit: &LexicalHit) -> Vec<String> {
         self.0
             .iter()
@@ -29,7 +29,7 @@ struct Project {
     dirs: Vec<&'static str>,
 }
 
-impl Definitions for Project {
+impl IndexView for Project {
     fn defined_in(&self, _hit: &LexicalHit) -> Vec<String> {
         Vec::new()
     }
@@ -332,7 +332,7 @@ fn a_file_holding_every_word_of_the_question_ranks_higher() {
 #[test]
 fn an_identifier_defined_as_typed_comes_before_other_cases() {
     struct Cased;
-    impl Definitions for Cased {
+    impl IndexView for Cased {
         fn defined_in(&self, hit: &LexicalHit) -> Vec<String> {
             match hit.path.as_str() {
                 "mix/tasks.ex" => vec!["router".into()],
