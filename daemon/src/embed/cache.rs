@@ -1,6 +1,7 @@
 //! The daemon's shared embedding cache: one LMDB environment beside the projects, keyed by
-//! model and chunk text hash, so a second checkout, worktree or branch of a repository takes
-//! its vectors from the first instead of embedding them again.
+//! model and chunk text hash (vectors in f16, as in the projects' caches), so a second
+//! checkout, worktree or branch of a repository takes its vectors from the first instead of
+//! embedding them again.
 //!
 //! Best effort by design: the projects' own stores hold every vector they use, so losing
 //! this cache (a crash mid-write, a full map) costs only time. Its size is bounded: when it
@@ -14,6 +15,7 @@ use heed::types::Bytes;
 use heed::{CommitOrAbort, Database, Env, EnvOpenOptions};
 
 use crate::error::IndexError;
+use crate::index::store::{bytes_vector, vector_bytes};
 
 /// Largest size the cache may grow to, in MiB (`AMANMCP_EMBED_CACHE_MB`, default 2048).
 const DEFAULT_MAX_MB: usize = 2048;
@@ -153,17 +155,6 @@ impl SharedCache {
     }
 }
 
-fn vector_bytes(vector: &[f32]) -> Vec<u8> {
-    vector.iter().flat_map(|v| v.to_le_bytes()).collect()
-}
-
-fn bytes_vector(bytes: &[u8]) -> Vec<f32> {
-    bytes
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -175,9 +166,10 @@ mod tests {
         let a = model_key("model-a");
         let b = model_key("model-b");
         cache.put(a, &[(7, &[1.0, 2.0][..])]);
+        // f16 keeps these exactly.
         assert_eq!(cache.get(a, &[7, 8]).get(&7), Some(&vec![1.0, 2.0]));
         assert!(cache.get(b, &[7]).is_empty(), "another model's vector");
-        // 1 MiB holds a few hundred 1 KiB vectors; writing far more than fits empties the
+        // 1 MiB holds a few hundred vectors of 512 bytes; writing far more than fits empties the
         // cache instead of failing, and the last batch is kept.
         let big = vec![0.5f32; 256];
         for round in 0..20u64 {

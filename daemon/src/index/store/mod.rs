@@ -26,6 +26,7 @@ use heed::{CommitOrAbort, Database, Env, EnvOpenOptions, RoTxn, RwTxn};
 use crate::error::IndexError;
 use codec::{ChunkCodec, FileCodec, SymbolsCodec};
 pub use records::{ChunkRecord, EmbeddedChunk, FileRecord, SymbolRecord, VectorState};
+pub(crate) use vectors::{bytes_vector, vector_bytes};
 
 /// Bump when the on-disk layout of LMDB or tantivy changes: older indexes are rebuilt.
 pub const FORMAT_VERSION: u64 = 4;

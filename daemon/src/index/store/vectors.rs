@@ -14,14 +14,14 @@ use crate::error::IndexError;
 
 /// A cached vector as stored: f16, little-endian (half the bytes of f32; cosine scores move
 /// by well under 0.001).
-fn vector_bytes(vector: &[f32]) -> Vec<u8> {
+pub(crate) fn vector_bytes(vector: &[f32]) -> Vec<u8> {
     vector
         .iter()
         .flat_map(|v| half::f16::from_f32(*v).to_le_bytes())
         .collect()
 }
 
-fn bytes_vector(bytes: &[u8]) -> Vec<f32> {
+pub(crate) fn bytes_vector(bytes: &[u8]) -> Vec<f32> {
     bytes
         .chunks_exact(2)
         .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
