@@ -194,6 +194,12 @@ impl Profile {
             wants_secondary,
         }
     }
+
+    /// Whether query word `word` may name a file by a prefix (`serialize` / `serializer`):
+    /// not when it is a compound identifier (`ClientResponse` is not `client.py`).
+    fn names_by_prefix(&self, word: &str) -> bool {
+        !self.compounds.iter().any(|c| c == word)
+    }
 }
 
 /// What the stage reads from the index beyond the hits: the names a chunk defines, how
@@ -217,7 +223,9 @@ pub fn rank(profile: &Profile, hits: Vec<LexicalHit>, view: &dyn IndexView) -> V
         .map(|h| h.score)
         .fold(f32::MIN, f32::max)
         .max(f32::EPSILON);
-    let file_words = naming_words(profile, &hits, view);
+    // How common each query word is in the project, read once for the rules below.
+    let shares: Vec<f32> = profile.words.iter().map(|w| view.doc_share(w)).collect();
+    let file_words = naming_words(profile, &shares, &hits);
     let mut scored: Vec<(f32, LexicalHit)> = hits
         .into_iter()
         .map(|mut hit| {
@@ -251,7 +259,7 @@ pub fn rank(profile: &Profile, hits: Vec<LexicalHit>, view: &dyn IndexView) -> V
         *score += FILE_EVIDENCE * others;
     }
     // Coverage: a file holding every concept of the question beats one that repeats a few.
-    let covered = coverage(profile, &scored, view);
+    let covered = coverage(profile, &shares, &scored);
     for (score, hit) in &mut scored {
         if let Some(share) = covered.get(&hit.path) {
             *score *= share.max(COVERAGE_FLOOR).powf(COVERAGE_POWER);
@@ -280,8 +288,8 @@ pub fn rank(profile: &Profile, hits: Vec<LexicalHit>, view: &dyn IndexView) -> V
 /// the project. Empty for a query of fewer than two words.
 fn coverage(
     profile: &Profile,
+    shares: &[f32],
     scored: &[(f32, LexicalHit)],
-    view: &dyn IndexView,
 ) -> HashMap<String, f32> {
     let mut out = HashMap::new();
     if profile.words.len() < 2 {
@@ -290,10 +298,8 @@ fn coverage(
     let stems: Vec<(&str, f32)> = profile
         .words
         .iter()
-        .map(|w| {
-            let share = view.doc_share(w).max(1e-4);
-            (paths::stem_of(w), (1.0 / share).ln().max(0.1))
-        })
+        .zip(shares)
+        .map(|(w, share)| (paths::stem_of(w), (1.0 / share.max(1e-4)).ln().max(0.1)))
         .collect();
     let total: f32 = stems.iter().map(|(_, weight)| weight).sum();
     let mut present: HashMap<&str, Vec<bool>> = HashMap::new();
@@ -332,8 +338,8 @@ fn sort(scored: &mut [(f32, LexicalHit)]) {
 /// most files (`http` among `Http*.kt`) says nothing about which one is meant.
 fn naming_words<'p>(
     profile: &'p Profile,
+    shares: &[f32],
     hits: &[LexicalHit],
-    view: &dyn IndexView,
 ) -> Vec<(&'p str, f32)> {
     let mut files: Vec<&str> = hits.iter().map(|h| h.path.as_str()).collect();
     files.sort_unstable();
@@ -349,17 +355,16 @@ fn naming_words<'p>(
     profile
         .words
         .iter()
-        .filter(|w| {
+        .zip(shares)
+        .filter(|(w, _)| {
             let named = parts
                 .iter()
-                .filter(|(stem, words)| names_file(w, stem, words, !profile.compounds.contains(w)))
+                .filter(|(stem, words)| names_file(w, stem, words, profile.names_by_prefix(w)))
                 .count();
             named <= most
         })
-        .filter_map(|w| {
-            let share = view.doc_share(w);
-            (share <= NAMING_SHARE).then(|| (w.as_str(), 1.0 - share / NAMING_SHARE))
-        })
+        .filter(|(_, share)| **share <= NAMING_SHARE)
+        .map(|(w, share)| (w.as_str(), 1.0 - share / NAMING_SHARE))
         .collect()
 }
 
@@ -409,7 +414,7 @@ fn evidence(
     let words = stem_words(&hit.path);
     let named = file_words
         .iter()
-        .filter(|(w, _)| names_file(w, &stem, &words, !profile.compounds.iter().any(|n| n == w)))
+        .filter(|(w, _)| names_file(w, &stem, &words, profile.names_by_prefix(w)))
         .max_by(|a, b| a.1.total_cmp(&b.1));
     let file_word = named.map(|(w, _)| *w);
     if let Some((word, weight)) = named {
