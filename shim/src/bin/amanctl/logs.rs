@@ -5,16 +5,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use amanmcp_proto::{endpoint, pb};
+use amanmcp_proto::endpoint;
 
 /// The running daemon's data directory, else the one it would use.
 async fn data_dir() -> Result<PathBuf, String> {
     if let Ok(socket) = endpoint::socket_path()
-        && let Ok(mut client) = endpoint::connect(&socket).await
-        && let Ok(Ok(reply)) =
-            tokio::time::timeout(Duration::from_secs(5), client.status(pb::StatusRequest {})).await
+        && let Ok(reply) = super::daemon_status(&socket).await
     {
-        return Ok(PathBuf::from(reply.into_inner().data_dir));
+        return Ok(PathBuf::from(reply.data_dir));
     }
     endpoint::data_dir().map_err(|e| e.to_string())
 }

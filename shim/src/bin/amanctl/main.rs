@@ -181,6 +181,16 @@ fn main() -> ExitCode {
     })
 }
 
+/// The daemon's status reply, or why there is none (down, an error, no answer in 10 s).
+async fn daemon_status(socket: &std::path::Path) -> Result<pb::StatusReply, String> {
+    let mut client = endpoint::connect(socket).await.map_err(|e| e.to_string())?;
+    match tokio::time::timeout(Duration::from_secs(10), client.status(pb::StatusRequest {})).await {
+        Ok(Ok(reply)) => Ok(reply.into_inner()),
+        Ok(Err(status)) => Err(status.message().to_string()),
+        Err(_) => Err("no answer within 10 s".to_string()),
+    }
+}
+
 async fn status(as_json: bool) -> ExitCode {
     let socket = match endpoint::socket_path() {
         Ok(s) => s,
@@ -189,19 +199,7 @@ async fn status(as_json: bool) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let reply = match endpoint::connect(&socket).await {
-        Ok(mut client) => {
-            match tokio::time::timeout(Duration::from_secs(10), client.status(pb::StatusRequest {}))
-                .await
-            {
-                Ok(Ok(reply)) => Ok(reply.into_inner()),
-                Ok(Err(status)) => Err(status.message().to_string()),
-                Err(_) => Err("no answer within 10 s".to_string()),
-            }
-        }
-        Err(e) => Err(e.to_string()),
-    };
-    let reply = match reply {
+    let reply = match daemon_status(&socket).await {
         Ok(reply) => reply,
         Err(error) => {
             if as_json {
