@@ -53,6 +53,18 @@ fn project_files() -> Vec<(&'static str, &'static str)> {
     ]
 }
 
+/// The project's files and `n` more, `gen/m{i}.py`, each holding `body(i)`.
+fn with_generated(n: usize, body: impl Fn(usize) -> String) -> Vec<(&'static str, &'static str)> {
+    let mut files = project_files();
+    for i in 0..n {
+        files.push((
+            Box::leak(format!("gen/m{i}.py").into_boxed_str()),
+            Box::leak(body(i).into_boxed_str()),
+        ));
+    }
+    files
+}
+
 fn search(shim: &mut Shim, args: Value) -> Value {
     let reply = shim.call_tool("search", args.clone());
     assert_ne!(reply["result"]["isError"], json!(true), "{args} -> {reply}");
@@ -199,19 +211,12 @@ fn similar_uses_vectors_for_a_location_a_symbol_and_a_snippet() {
 fn ollama_embeds_in_batches_and_the_cache_spares_renames_and_unchanged_text() {
     let server = FakeEmbedServer::start(&["fake-embed"]);
     let env = TestEnv::new();
-    let mut files = project_files();
-    for i in 0..40 {
-        files.push((
-            Box::leak(format!("gen/m{i}.py").into_boxed_str()),
-            Box::leak(
-                format!(
-                    "def generated_{i}(value):\n    return value * {i} + {}\n",
-                    i * 7
-                )
-                .into_boxed_str(),
-            ),
-        ));
-    }
+    let files = with_generated(40, |i| {
+        format!(
+            "def generated_{i}(value):\n    return value * {i} + {}\n",
+            i * 7
+        )
+    });
     let root = env.project("proj", &files);
     let url = server.url();
     let settings = [
@@ -401,13 +406,9 @@ fn a_down_server_or_a_missing_model_is_reported_and_search_stays_lexical() {
 fn switching_models_re_embeds_and_a_restart_mid_embedding_resumes() {
     let server = FakeEmbedServer::start(&["model-a", "model-b"]);
     let env = TestEnv::new();
-    let mut files = project_files();
-    for i in 0..60 {
-        files.push((
-            Box::leak(format!("gen/m{i}.py").into_boxed_str()),
-            Box::leak(format!("def generated_{i}(v):\n    return v + {i}\n").into_boxed_str()),
-        ));
-    }
+    let files = with_generated(60, |i| {
+        format!("def generated_{i}(v):\n    return v + {i}\n")
+    });
     let root = env.project("proj", &files);
     let url: &'static str = server.url().leak();
     let with_model = |model: &'static str| {
@@ -529,15 +530,9 @@ fn an_issue_naming_a_file_ranks_that_file_first() {
 fn a_second_checkout_takes_its_vectors_from_the_shared_cache() {
     let server = FakeEmbedServer::start(&["fake-embed"]);
     let env = TestEnv::new();
-    let mut files = project_files();
-    for i in 0..30 {
-        files.push((
-            Box::leak(format!("gen/m{i}.py").into_boxed_str()),
-            Box::leak(
-                format!("def generated_{i}(value):\n    return value + {i}\n").into_boxed_str(),
-            ),
-        ));
-    }
+    let files = with_generated(30, |i| {
+        format!("def generated_{i}(value):\n    return value + {i}\n")
+    });
     let url = server.url();
     let settings = [
         ("AMANMCP_EMBEDDER", "ollama"),
