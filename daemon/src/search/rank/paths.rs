@@ -48,13 +48,13 @@ pub(super) fn stem_words(path: &str) -> Vec<String> {
     out
 }
 
-/// `word` without a verb ending, `-ing` or `-ed` (`watching` -> `watch`, `spawned` ->
-/// `spawn`, `scheduled` -> `schedul`, a prefix of `schedule`), when enough is left.
 /// `word` without a plural or verb ending (`threads` -> `thread`, `scheduled` -> `schedul`).
 pub(super) fn stem_of(word: &str) -> &str {
     ungerund(singular(word))
 }
 
+/// `word` without a verb ending, `-ing` or `-ed` (`watching` -> `watch`, `spawned` ->
+/// `spawn`, `scheduled` -> `schedul`, a prefix of `schedule`), when enough is left.
 fn ungerund(word: &str) -> &str {
     word.strip_suffix("ing")
         .or_else(|| word.strip_suffix("ed"))
@@ -70,7 +70,7 @@ pub(super) fn names_file(word: &str, stem: &str, stem_words: &[String], prefixes
     if stem.is_empty() || word.len() < 3 {
         return false;
     }
-    let w = ungerund(singular(word));
+    let w = stem_of(word);
     let s = singular(stem);
     w == s
         || (prefixes && w.len() >= 4 && s.len() >= 4 && (s.starts_with(w) || w.starts_with(s)))
