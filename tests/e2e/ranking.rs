@@ -45,9 +45,9 @@ A broadcast channel delivers each value to all receivers. Broadcast channel rece
 lag when they are slow; broadcast channel receivers may miss values.
 ";
 
-#[test]
-fn the_ranking_stage_puts_definitions_and_source_first() {
-    let env = TestEnv::new();
+/// Six files using `Deserialize`, its definition, a broadcast channel with its test and its
+/// guide.
+fn ranked_project(env: &TestEnv) -> std::path::PathBuf {
     let mut files: Vec<(String, String)> = (0..6)
         .map(|i| (format!("src/loaders/load_{i}.rs"), uses(i)))
         .collect();
@@ -55,7 +55,13 @@ fn the_ranking_stage_puts_definitions_and_source_first() {
     files.push(("src/sync/broadcast.rs".into(), BROADCAST_RS.into()));
     files.push(("tests/broadcast_test.rs".into(), BROADCAST_TEST_RS.into()));
     files.push(("docs/guide.md".into(), GUIDE_MD.into()));
-    let root = env.project("proj", &files);
+    env.project("proj", &files)
+}
+
+#[test]
+fn the_ranking_stage_puts_definitions_and_source_first() {
+    let env = TestEnv::new();
+    let root = ranked_project(&env);
     let mut shim = Shim::start(&env, &root);
     shim.initialize();
     shim.search_until("Deserialize", "src/de.rs");
@@ -98,6 +104,25 @@ fn the_ranking_stage_puts_definitions_and_source_first() {
         position("tests/broadcast_test.rs") < position("src/sync/broadcast.rs"),
         "{reply}"
     );
+}
+
+#[test]
+fn without_vectors_the_default_mode_still_ranks() {
+    let env = TestEnv::new();
+    let root = ranked_project(&env);
+    let off = std::ffi::OsStr::new("off");
+    let mut shim = Shim::start_with(&env, &root, &[("AMANMCP_EMBEDDER", off)]);
+    shim.initialize();
+    shim.search_until("Deserialize", "src/de.rs");
+    // BM25 alone puts the guide first: it repeats the words most.
+    let reply = shim.call_tool("search", json!({"query": "broadcast channel receivers"}));
+    assert_eq!(paths(&reply)[0], "src/sync/broadcast.rs", "{reply}");
+    let first = &reply["result"]["structuredContent"]["results"][0];
+    assert!(
+        first["why"].to_string().contains("file named by"),
+        "{first}"
+    );
+    assert!(reply.to_string().contains("keyword results"), "{reply}");
 }
 
 const SCHEDULER_RS: &str = "/// Puts a task on the run queue of the least busy worker thread.

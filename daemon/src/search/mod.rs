@@ -155,52 +155,53 @@ impl Searcher<'_> {
             more_like_this: false,
             mentioned: &mentioned,
         };
-        let lexical_page = || -> Result<(Vec<LexicalHit>, u64), Error> {
-            let (hits, total) = self
-                .index
-                .lexical
-                .search(&lexical_query(params.offset, params.limit))?;
-            Ok((hits, total as u64))
-        };
         let depth = (params.offset + params.limit).max(FUSION_DEPTH);
         let profile = rank::Profile::new(&params.query);
-        if params.mode == SearchMode::Lexical {
-            let (hits, total) = self.index.lexical.search(&lexical_query(0, depth))?;
+        // BM25's candidates through the ranking stage, paged.
+        let ranked_page = |hits: Vec<LexicalHit>, total: usize, semantic: Semantic| {
             let hits = self.ranked(&profile, hits);
             let page = hits
                 .into_iter()
                 .skip(params.offset)
                 .take(params.limit)
                 .collect();
-            return Ok(Found::page(
-                page,
-                total as u64,
-                params.offset,
-                Semantic::NotUsed,
-            ));
+            Found::page(page, total as u64, params.offset, semantic)
+        };
+        if params.mode == SearchMode::Lexical {
+            let (hits, total) = self.index.lexical.search(&lexical_query(0, depth))?;
+            return Ok(ranked_page(hits, total, Semantic::NotUsed));
         }
-        let semantic = self.semantic_ranking(
-            |embedding| embedding.embed_query(&params.query),
-            depth,
-            &filters,
-        );
+        // The query's embedding and nearest neighbours (the slower half) run on a second
+        // thread while this one searches BM25.
+        let (semantic, lexical) = std::thread::scope(|scope| {
+            let semantic = scope.spawn(|| {
+                self.semantic_ranking(
+                    |embedding| embedding.embed_query(&params.query),
+                    depth,
+                    &filters,
+                )
+            });
+            let lexical = match params.mode {
+                SearchMode::Semantic => Ok((Vec::new(), 0)),
+                _ => self.index.lexical.search(&lexical_query(0, depth)),
+            };
+            let semantic = semantic
+                .join()
+                .unwrap_or_else(|_| Err("the vector search failed".into()));
+            (semantic, lexical)
+        });
         let (ranking, complete) = match semantic {
             Ok(found) => found,
             Err(reason) => {
                 // No vectors to be had: answer lexically, and say so.
-                let (hits, total) = lexical_page()?;
-                return Ok(Found::page(
-                    hits,
-                    total,
-                    params.offset,
-                    Semantic::Unavailable(reason),
-                ));
+                let (hits, total) = match params.mode {
+                    SearchMode::Semantic => self.index.lexical.search(&lexical_query(0, depth))?,
+                    _ => lexical?,
+                };
+                return Ok(ranked_page(hits, total, Semantic::Unavailable(reason)));
             }
         };
-        let (lexical_hits, lexical_total) = match params.mode {
-            SearchMode::Semantic => (Vec::new(), 0),
-            _ => self.index.lexical.search(&lexical_query(0, depth))?,
-        };
+        let (lexical_hits, lexical_total) = lexical?;
         let fusion = self.config.fusion.for_query(terms.len());
         let (hits, total) =
             self.fused(lexical_hits, lexical_total as u64, &ranking, &fusion, None)?;
