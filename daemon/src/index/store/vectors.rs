@@ -180,9 +180,7 @@ impl Store {
             if let Some(candidates) = candidates {
                 builder.candidates(candidates);
             }
-            let t0 = std::time::Instant::now();
             let found = builder.by_vector(rtxn, query)?;
-            eprintln!("TIMING arroy {:?} n={}", t0.elapsed(), found.len());
             // Re-score the sign-bit candidates with the exact (f16) vectors.
             let mut scored = Vec::with_capacity(found.len());
             for (id, approximate) in found {
