@@ -260,7 +260,7 @@ pub async fn bench_index(
 
 /// arroy's recall@10 against exact search over the project's real vectors, asking for 100
 /// neighbours as search does, at arroy's default search effort and larger ones; queries are
-/// the bench queries (embedded by the built-in model) and a sample of chunk vectors.
+/// the bench queries (embedded by the configured embedder) and a sample of chunk vectors.
 fn ann_recall(data_dir: &Path, root: &Path, queries: &[String]) -> anyhow::Result<()> {
     let dir = amanmcpd::index::project_dir(data_dir, root).join("lmdb");
     let store = amanmcpd::index::store::Store::open(&dir)?;
@@ -268,9 +268,10 @@ fn ann_recall(data_dir: &Path, root: &Path, queries: &[String]) -> anyhow::Resul
     if vectors.len() < 20 {
         return Ok(());
     }
-    let embedder = amanmcpd::embed::Builtin::new(None, None)?;
-    let mut probes: Vec<Vec<f32>> =
-        amanmcpd::embed::Embedder::embed(&embedder, queries, amanmcpd::embed::Purpose::Query)?;
+    let Some(embedder) = amanmcpd::embed::EmbedConfig::from_env()?.build()? else {
+        return Ok(());
+    };
+    let mut probes: Vec<Vec<f32>> = embedder.embed(queries, amanmcpd::embed::Purpose::Query)?;
     if probes
         .first()
         .is_some_and(|p| p.len() != vectors[0].1.len())

@@ -1,4 +1,4 @@
-//! The built-in embedder: sentence-transformers/paraphrase-MiniLM-L3-v2 (3 layers, 384
+//! The contextual built-in embedder (`AMANMCP_EMBEDDER=minilm`): sentence-transformers/paraphrase-MiniLM-L3-v2 (3 layers, 384
 //! dimensions, Apache-2.0), its weights stored 4-bit in the `pocket-encoder` crate
 //! (MIT/Apache-2.0) and compiled into the binary; inference on candle, pure Rust, CPU.
 //! Works offline right after `cargo build`: no download, no server.
@@ -15,7 +15,7 @@ pub const DEFAULT_MAX_BYTES: usize = 256;
 const MAX_QUERY_BYTES: usize = 2048;
 
 /// The compiled-in MiniLM.
-pub struct Builtin {
+pub struct MiniLm {
     encoder: pocket_encoder::Encoder,
     model_id: String,
     batch_size: usize,
@@ -29,9 +29,9 @@ pub struct Builtin {
     queries: rayon::ThreadPool,
 }
 
-impl Builtin {
+impl MiniLm {
     /// Load the compiled-in weights (once per process).
-    pub fn new(batch_size: Option<usize>, max_bytes: Option<usize>) -> Result<Builtin, EmbedError> {
+    pub fn new(batch_size: Option<usize>, max_bytes: Option<usize>) -> Result<MiniLm, EmbedError> {
         let encoder =
             pocket_encoder::Encoder::new().map_err(|e| EmbedError::Model(e.to_string()))?;
         let info = pocket_encoder::model_info();
@@ -44,7 +44,7 @@ impl Builtin {
             .thread_name(|i| format!("amanmcp-query-{i}"))
             .build()
             .map_err(|e| EmbedError::Model(format!("cannot start the query threads: {e}")))?;
-        Ok(Builtin {
+        Ok(MiniLm {
             documents,
             queries,
             encoder,
@@ -67,7 +67,7 @@ fn prefix(text: &str, max: usize) -> &str {
     &text[..cut]
 }
 
-impl Embedder for Builtin {
+impl Embedder for MiniLm {
     fn model_id(&self) -> String {
         self.model_id.clone()
     }
@@ -108,6 +108,6 @@ impl Embedder for Builtin {
     }
 
     fn describe(&self) -> String {
-        "builtin (paraphrase-MiniLM-L3-v2, 4-bit, offline)".into()
+        "minilm (paraphrase-MiniLM-L3-v2 over whole texts, 4-bit, offline)".into()
     }
 }

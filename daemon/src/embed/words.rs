@@ -1,0 +1,276 @@
+//! The default built-in embedder: word vectors of the compiled-in MiniLM, summed.
+//!
+//! A text is split into words as code spells them apart (`parseHTTPResponse` -> `parse`,
+//! `http`, `response`). Each distinct word is run through the model once, alone, and its
+//! vector kept; the direction every common word shares (the mean of a fixed list of common
+//! words) is taken out of it, so generic words weigh little. A text's vector is the sum of
+//! its words' vectors, each counted as often as it occurs, normalized. A chunk costs a few
+//! lookups once its words are known, and a query a few model runs at most.
+//!
+//! Deterministic: the same text gives the same vector in every process, so vectors can be
+//! cached by text and shared between projects.
+
+use std::collections::HashMap;
+use std::sync::RwLock;
+
+use half::f16;
+use rayon::prelude::*;
+
+use super::{EmbedError, Embedder, Purpose, normalize};
+
+/// Words too common in prose or code to say what a text is about.
+const STOPWORDS: &[&str] = &[
+    "a", "an", "and", "are", "as", "at", "be", "by", "do", "for", "from", "has", "have", "how",
+    "if", "in", "is", "it", "its", "of", "on", "or", "that", "the", "this", "to", "was", "what",
+    "when", "where", "which", "with", "self", "let", "var", "const", "def", "fn", "return", "end",
+    "else", "then", "new", "null", "nil", "none", "true", "false", "int", "str", "void",
+];
+
+/// Words of every kind of text; their mean vector is the direction removed from each word.
+const COMMON: &[&str] = &[
+    "the", "of", "and", "to", "in", "is", "for", "on", "with", "get", "set", "value", "data",
+    "name", "type", "list", "string", "object", "function", "file", "error", "result", "item",
+    "index", "key", "size", "count", "number", "add", "make", "create", "update", "run", "call",
+    "use", "test", "check", "init", "default", "config", "options", "args", "return", "self",
+];
+
+/// Word vectors kept before the table is emptied and refilled (at 384 dimensions in f16,
+/// ~770 bytes each: ~150 MB at most).
+const MAX_KNOWN_WORDS: usize = 200_000;
+
+/// Bump when the splitting, weighting or centring changes: it is part of the model id.
+const VERSION: u32 = 1;
+
+/// The words of `text`, split as code spells them apart, lowercased, with their counts.
+/// Stopwords, one-letter words and numbers are left out.
+pub fn words(text: &str) -> HashMap<String, u32> {
+    let mut out: HashMap<String, u32> = HashMap::new();
+    for token in text.split(|c: char| !c.is_alphanumeric()) {
+        for part in split_identifier(token) {
+            if part.chars().count() < 2 || part.chars().all(|c| c.is_ascii_digit()) {
+                continue;
+            }
+            let lower = part.to_lowercase();
+            if STOPWORDS.contains(&lower.as_str()) {
+                continue;
+            }
+            *out.entry(lower).or_default() += 1;
+        }
+    }
+    out
+}
+
+/// `parseHTTPResponse2` -> `parse`, `HTTP`, `Response2`.
+fn split_identifier(token: &str) -> Vec<&str> {
+    let chars: Vec<(usize, char)> = token.char_indices().collect();
+    let mut parts = Vec::new();
+    let mut start = 0;
+    for i in 1..chars.len() {
+        let (at, c) = chars[i];
+        let prev = chars[i - 1].1;
+        let next_lower = chars.get(i + 1).is_some_and(|(_, n)| n.is_lowercase());
+        let boundary = (prev.is_lowercase() && c.is_uppercase())
+            || (prev.is_uppercase() && c.is_uppercase() && next_lower);
+        if boundary {
+            parts.push(&token[start..at]);
+            start = at;
+        }
+    }
+    if start < token.len() {
+        parts.push(&token[start..]);
+    }
+    parts
+}
+
+/// Word vectors of the compiled-in MiniLM, summed per text.
+pub struct Words {
+    encoder: pocket_encoder::Encoder,
+    model_id: String,
+    dims: usize,
+    /// The unit mean of [`COMMON`]'s vectors.
+    common: Vec<f32>,
+    /// Each word's vector, common direction removed, in f16.
+    known: RwLock<HashMap<String, Box<[f16]>>>,
+    /// New words of document batches are run here, apart from queries' words.
+    documents: rayon::ThreadPool,
+    /// New words of queries.
+    queries: rayon::ThreadPool,
+    batch_size: usize,
+}
+
+impl Words {
+    /// Load the compiled-in weights (once per process). `batch_size`: texts per call
+    /// (default 256).
+    pub fn new(batch_size: Option<usize>) -> Result<Words, EmbedError> {
+        let model = |e: pocket_encoder::Error| EmbedError::Model(e.to_string());
+        let encoder = pocket_encoder::Encoder::new().map_err(model)?;
+        let info = pocket_encoder::model_info();
+        let pool = |name: &'static str| {
+            rayon::ThreadPoolBuilder::new()
+                .thread_name(move |i| format!("amanmcp-{name}-{i}"))
+                .build()
+                .map_err(|e| EmbedError::Model(format!("cannot start the embedding threads: {e}")))
+        };
+        let mut common = vec![0f32; info.dimensions];
+        for vector in encoder.embed(COMMON).map_err(model)? {
+            for (sum, v) in common.iter_mut().zip(vector) {
+                *sum += v;
+            }
+        }
+        let common = normalize(common)
+            .ok_or_else(|| EmbedError::Model("the common words have no direction".into()))?;
+        Ok(Words {
+            model_id: format!("builtin:words-v{VERSION}:{}@{}", info.id, info.revision),
+            dims: info.dimensions,
+            encoder,
+            common,
+            known: RwLock::new(HashMap::new()),
+            documents: pool("embed")?,
+            queries: pool("query")?,
+            batch_size: batch_size.unwrap_or(256),
+        })
+    }
+
+    /// Run the model on each word not known yet, and keep the vectors.
+    fn learn(
+        &self,
+        texts: &[HashMap<String, u32>],
+        pool: &rayon::ThreadPool,
+    ) -> Result<(), EmbedError> {
+        let mut missing: Vec<&String> = {
+            let known = self.known.read().unwrap_or_else(|e| e.into_inner());
+            texts
+                .iter()
+                .flat_map(HashMap::keys)
+                .filter(|w| !known.contains_key(*w))
+                .collect()
+        };
+        if missing.is_empty() {
+            return Ok(());
+        }
+        missing.sort();
+        missing.dedup();
+        let learned: Vec<(String, Box<[f16]>)> = pool.install(|| {
+            missing
+                .into_par_iter()
+                .map(|word| Ok((word.clone(), self.word_vector(word)?)))
+                .collect::<Result<_, EmbedError>>()
+        })?;
+        let mut known = self.known.write().unwrap_or_else(|e| e.into_inner());
+        if known.len() + learned.len() > MAX_KNOWN_WORDS {
+            known.clear();
+        }
+        known.extend(learned);
+        Ok(())
+    }
+
+    /// One word's model vector without its component along the common direction.
+    fn word_vector(&self, word: &str) -> Result<Box<[f16]>, EmbedError> {
+        let vector = self
+            .encoder
+            .embed(&[word])
+            .map_err(|e| EmbedError::Model(e.to_string()))?
+            .pop()
+            .ok_or_else(|| EmbedError::Model("no vector returned".into()))?;
+        let along: f32 = vector.iter().zip(&self.common).map(|(a, b)| a * b).sum();
+        Ok(vector
+            .iter()
+            .zip(&self.common)
+            .map(|(v, c)| f16::from_f32(v - along * c))
+            .collect())
+    }
+
+    /// The normalized sum of the text's word vectors, each as often as it occurs; `None` if
+    /// one of them is not known.
+    fn text_vector(&self, counts: &HashMap<String, u32>) -> Option<Vec<f32>> {
+        let known = self.known.read().unwrap_or_else(|e| e.into_inner());
+        let mut sum = vec![0f32; self.dims];
+        // A fixed order, so float sums are the same in every process.
+        let mut entries: Vec<(&String, &u32)> = counts.iter().collect();
+        entries.sort();
+        for (word, count) in entries {
+            let vector = known.get(word)?;
+            let weight = *count as f32;
+            for (s, v) in sum.iter_mut().zip(vector.iter()) {
+                *s += weight * v.to_f32();
+            }
+        }
+        // A text with no words (only numbers or punctuation) still gets a unit vector.
+        Some(normalize(sum).unwrap_or_else(|| self.common.clone()))
+    }
+}
+
+impl Embedder for Words {
+    fn model_id(&self) -> String {
+        self.model_id.clone()
+    }
+
+    fn dimensions(&self) -> Option<usize> {
+        Some(self.dims)
+    }
+
+    fn batch_size(&self) -> usize {
+        self.batch_size
+    }
+
+    fn embed(&self, texts: &[String], purpose: Purpose) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let counts: Vec<HashMap<String, u32>> = texts.iter().map(|t| words(t)).collect();
+        let pool = match purpose {
+            Purpose::Document => &self.documents,
+            Purpose::Query => &self.queries,
+        };
+        loop {
+            self.learn(&counts, pool)?;
+            // Another batch may have emptied the table since: then learn again.
+            if let Some(vectors) = counts.iter().map(|c| self.text_vector(c)).collect() {
+                return Ok(vectors);
+            }
+        }
+    }
+
+    fn describe(&self) -> String {
+        "builtin (paraphrase-MiniLM-L3-v2 word vectors, offline)".into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_split_as_code_spells_them() {
+        assert_eq!(
+            split_identifier("parseHTTPResponse2"),
+            ["parse", "HTTP", "Response2"]
+        );
+        let counts = words("fn join_set(set: JoinSet) -> usize { self.len() } // 42 x");
+        let mut found: Vec<(&str, u32)> = counts.iter().map(|(w, c)| (w.as_str(), *c)).collect();
+        found.sort();
+        assert_eq!(found, [("join", 2), ("len", 1), ("set", 3), ("usize", 1)]);
+    }
+
+    #[test]
+    fn vectors_are_unit_deterministic_and_closer_for_shared_words() {
+        let words = Words::new(None).unwrap();
+        let texts: Vec<String> = [
+            "fn send_email(to: Address, body: &str)",
+            "deliver a mail message to an address",
+            "fn parse_toml(input: &str) -> Table",
+            "42",
+        ]
+        .map(String::from)
+        .to_vec();
+        let first = words.embed(&texts, Purpose::Document).unwrap();
+        let again = Words::new(None)
+            .unwrap()
+            .embed(&texts, Purpose::Query)
+            .unwrap();
+        assert_eq!(first, again);
+        for v in &first {
+            let norm: f32 = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+            assert!((norm - 1.0).abs() < 1e-4, "{norm}");
+        }
+        let cos = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
+        assert!(cos(&first[0], &first[1]) > cos(&first[2], &first[1]));
+    }
+}
