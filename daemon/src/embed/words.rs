@@ -38,16 +38,26 @@ const COMMON: &[&str] = &[
 /// ~770 bytes each: ~150 MB at most).
 const MAX_KNOWN_WORDS: usize = 200_000;
 
+/// Longer words are left out: identifiers spell their words apart, so these are mostly
+/// encoded data.
+const MAX_WORD_CHARS: usize = 24;
+
 /// Bump when the splitting, weighting or centring changes: it is part of the model id.
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 
 /// The words of `text`, split as code spells them apart, lowercased, with their counts.
-/// Stopwords, one-letter words and numbers are left out.
+/// Stopwords, numbers, one-letter and very long words are left out.
 pub fn words(text: &str) -> HashMap<String, u32> {
     let mut out: HashMap<String, u32> = HashMap::new();
     for token in text.split(|c: char| !c.is_alphanumeric()) {
-        for part in split_identifier(token) {
-            if part.chars().count() < 2 || part.chars().all(|c| c.is_ascii_digit()) {
+        // Digits split words too: `utf8` -> `utf`, and the letters of hashes and encoded
+        // blobs fall apart into short pieces instead of thousands of one-off words.
+        let parts = split_identifier(token)
+            .into_iter()
+            .flat_map(|part| part.split(|c: char| c.is_ascii_digit()));
+        for part in parts {
+            let letters = part.chars().count();
+            if !(2..=MAX_WORD_CHARS).contains(&letters) {
                 continue;
             }
             let lower = part.to_lowercase();
@@ -243,10 +253,19 @@ mod tests {
             split_identifier("parseHTTPResponse2"),
             ["parse", "HTTP", "Response2"]
         );
-        let counts = words("fn join_set(set: JoinSet) -> usize { self.len() } // 42 x");
+        let counts = words("fn join_set(set: JoinSet) -> usize { self.len() } // 42 x utf8");
         let mut found: Vec<(&str, u32)> = counts.iter().map(|(w, c)| (w.as_str(), *c)).collect();
         found.sort();
-        assert_eq!(found, [("join", 2), ("len", 1), ("set", 3), ("usize", 1)]);
+        assert_eq!(
+            found,
+            [
+                ("join", 2),
+                ("len", 1),
+                ("set", 3),
+                ("usize", 1),
+                ("utf", 1)
+            ]
+        );
     }
 
     #[test]
