@@ -177,6 +177,9 @@ impl Store {
             if let Some(k) = std::num::NonZeroUsize::new(search_k) {
                 builder.search_k(k);
             }
+            // arroy triples the effort of sign-bit searches by default; the candidates are
+            // re-scored exactly below instead (sympy: recall@10 .996 -> .983, 6.2 -> 3.8 ms).
+            builder.oversampling(std::num::NonZeroUsize::MIN);
             if let Some(candidates) = candidates {
                 builder.candidates(candidates);
             }
