@@ -264,6 +264,15 @@ pub async fn bench_index(
 fn ann_recall(data_dir: &Path, root: &Path, queries: &[String]) -> anyhow::Result<()> {
     let dir = amanmcpd::index::project_dir(data_dir, root).join("lmdb");
     let store = amanmcpd::index::store::Store::open(&dir)?;
+    store_recall(&store, queries, 200)
+}
+
+/// [`ann_recall`] over any store: `samples` of its own vectors as probes besides `queries`.
+pub fn store_recall(
+    store: &amanmcpd::index::store::Store,
+    queries: &[String],
+    samples: usize,
+) -> anyhow::Result<()> {
     let vectors = store.all_vectors()?;
     if vectors.len() < 20 {
         return Ok(());
@@ -278,12 +287,12 @@ fn ann_recall(data_dir: &Path, root: &Path, queries: &[String]) -> anyhow::Resul
     {
         probes.clear();
     }
-    let stride = (vectors.len() / 200).max(1);
+    let stride = (vectors.len() / samples).max(1);
     probes.extend(
         vectors
             .iter()
             .step_by(stride)
-            .take(200)
+            .take(samples)
             .map(|(_, v)| v.clone()),
     );
     let exact = |probe: &[f32]| -> Vec<u64> {

@@ -8,6 +8,7 @@
 //!     cargo build --release --workspace
 //!     target/release/amanmcp-bench index /path/to/repo [--rounds 5]
 
+mod ann;
 mod cosqa;
 mod freshness;
 mod index;
@@ -75,6 +76,9 @@ enum BenchCommand {
     /// category and language in every mode, beside the peers' published figures, through
     /// the real daemon and shim. Materialize the checkouts first with its `materialize.sh`.
     Semble(semble::Options),
+    /// Approximate nearest neighbours at scale: windows of the text files under DIRS,
+    /// embedded and stored as the daemon does; recall@10 against exact search and query time.
+    Ann(ann::Options),
     /// Many shims at once on one daemon, every answer checked; then `kill -9` rounds during
     /// updates and embedding, every restart verified.
     Stress(stress::Options),
@@ -132,6 +136,7 @@ fn main() -> anyhow::Result<()> {
                 dump.as_deref(),
             ))
         }
+        BenchCommand::Ann(options) => ann::run(options),
         BenchCommand::Localize(options) => {
             let runtime = tokio::runtime::Runtime::new()?;
             runtime.block_on(localize::run(options))
