@@ -13,6 +13,7 @@ use crate::project::ProjectStatus;
 use crate::registry::Registry;
 use crate::search::fusion::SearchMode;
 use crate::search::lookup::{LookupParams, Reference};
+use crate::search::usages::{MAX_USAGES_LIMIT, UsagesParams};
 use crate::search::{SearchParams, Semantic};
 
 /// Default page size when a request leaves `limit` at 0.
@@ -279,6 +280,48 @@ impl amanmcp_proto::Daemon for RpcService {
                     code: m.code,
                     truncated: m.truncated,
                     total_lines: m.total_lines,
+                })
+                .collect(),
+        }))
+    }
+
+    async fn usages(
+        &self,
+        request: Request<pb::UsagesRequest>,
+    ) -> Result<Response<pb::UsagesReply>, Status> {
+        let req = request.into_inner();
+        let registry = self.registry.clone();
+        let started = Instant::now();
+        let call = format!("usages name={:?} path={:?}", req.name, req.path_glob);
+        let found = blocking(move || {
+            let project = registry.open(&req.root, false)?;
+            project.usages(&UsagesParams {
+                name: req.name,
+                path_glob: req.path_glob,
+                limit: (req.limit as usize).clamp(1, MAX_USAGES_LIMIT),
+                offset: req.offset as usize,
+            })
+        })
+        .await;
+        log_call(&call, started, found.as_ref().map(|f| f.usages.len()));
+        let found = found?;
+        Ok(Response::new(pb::UsagesReply {
+            name: found.name,
+            total: found.total as u64,
+            files: found.files as u64,
+            definitions: found.definitions as u64,
+            complete: found.complete,
+            usages: found
+                .usages
+                .into_iter()
+                .map(|u| pb::Usage {
+                    path: u.path,
+                    line: u.line,
+                    column: u.column,
+                    text: u.text,
+                    enclosing: u.enclosing,
+                    definition: u.definition,
+                    language: u.language,
                 })
                 .collect(),
         }))

@@ -51,7 +51,7 @@ async def main(shim, project):
             check("instructions" in init and "lookup" in init["instructions"], "instructions", init)
 
             tools = {t["name"]: t for t in dump(await session.list_tools())["tools"]}
-            check({"search", "lookup", "similar", "reindex", "index-status"} <= set(tools), "tools", sorted(tools))
+            check({"search", "lookup", "usages", "similar", "reindex", "index-status"} <= set(tools), "tools", sorted(tools))
             for name, tool in tools.items():
                 for prop, schema in tool["inputSchema"].get("properties", {}).items():
                     check("description" in schema and "type" in schema, f"{name}.{prop} documented", schema)

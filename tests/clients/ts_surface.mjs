@@ -31,7 +31,7 @@ check(caps.tools && caps.resources && caps.prompts && caps.logging, 'capabilitie
 check(client.getServerVersion().name === 'amanmcp', 'server info', client.getServerVersion());
 
 const tools = (await client.listTools()).tools;
-check(['search', 'lookup', 'similar', 'reindex', 'index-status'].every(n => tools.some(t => t.name === n)), 'tools/list', tools.map(t => t.name));
+check(['search', 'lookup', 'usages', 'similar', 'reindex', 'index-status'].every(n => tools.some(t => t.name === n)), 'tools/list', tools.map(t => t.name));
 
 // search (the SDK validates structuredContent against outputSchema)
 let hit;
@@ -60,6 +60,10 @@ check(status.structuredContent.embedding && status.structuredContent.embedding.h
 
 const found = await client.callTool({ name: 'lookup', arguments: { symbol: 'verify_password' } });
 check(!found.isError && found.structuredContent.matches[0].kind === 'function', 'lookup by symbol', found);
+
+const used = await client.callTool({ name: 'usages', arguments: { name: 'verify_password' } });
+const first = used.structuredContent && used.structuredContent.usages[0];
+check(!used.isError && first && first.definition === true && first.path === 'app/auth.py', 'usages: the definition first', used);
 
 const similar = await client.callTool({ name: 'similar', arguments: { snippet: 'digest = hashlib.pbkdf2_hmac("sha256", candidate, user.salt, 1)' } });
 check(!similar.isError && similar.structuredContent.results.some(h => h.path === 'app/auth.py'), 'similar by snippet', similar);

@@ -11,4 +11,5 @@ mod protocol;
 mod ranking;
 mod security;
 mod semantic;
+mod usages;
 mod watch;

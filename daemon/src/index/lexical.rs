@@ -289,6 +289,44 @@ impl Lexical {
         Ok(out)
     }
 
+    /// Chunks whose text or names hold `word` (one token, lowercased) whole, within `paths`
+    /// if given; at most `limit`, in index order.
+    pub fn chunks_with_word(
+        &self,
+        word: &str,
+        paths: Option<&[String]>,
+        limit: usize,
+    ) -> Result<Vec<LexicalHit>, IndexError> {
+        let f = &self.fields;
+        let word: Vec<(Occur, Box<dyn Query>)> = [f.body, f.names]
+            .into_iter()
+            .map(|field| {
+                let query =
+                    TermQuery::new(Term::from_field_text(field, word), IndexRecordOption::Basic);
+                (Occur::Should, Box::new(query) as Box<dyn Query>)
+            })
+            .collect();
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> =
+            vec![(Occur::Must, Box::new(BooleanQuery::new(word)))];
+        if let Some(paths) = paths {
+            let terms = paths.iter().map(|p| Term::from_field_text(f.path_key, p));
+            clauses.push((Occur::Must, Box::new(TermSetQuery::new(terms))));
+        }
+        let searcher = self.reader.searcher();
+        let found = searcher
+            .search(
+                &BooleanQuery::new(clauses),
+                &TopDocs::with_limit(limit.max(1)).order_by_score(),
+            )
+            .map_err(|e| self.err(e))?;
+        let mut hits = Vec::with_capacity(found.len());
+        for (_, address) in found {
+            let doc: TantivyDocument = searcher.doc(address).map_err(|e| self.err(e))?;
+            hits.push(self.hit(&doc, 0.0));
+        }
+        Ok(hits)
+    }
+
     fn hit(&self, doc: &TantivyDocument, score: f32) -> LexicalHit {
         let f = &self.fields;
         let text = |field| {

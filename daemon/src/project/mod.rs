@@ -453,6 +453,15 @@ impl Project {
         crate::search::lookup::lookup(&self.root, &self.index.store, params)
     }
 
+    /// Where a name is defined and used (see [`crate::search::usages`]).
+    pub fn usages(
+        &self,
+        params: &crate::search::usages::UsagesParams,
+    ) -> Result<crate::search::usages::UsagesFound, Error> {
+        self.wait_for_first_commit();
+        self.searcher().usages(params)
+    }
+
     /// Wait (bounded) for the running pass to end, then check consistency.
     pub fn verify(&self) -> Result<crate::index::verify::VerifyReport, Error> {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);

@@ -3,7 +3,7 @@
 //! ([`crate::index::lexical`]) and vector candidates ([`semantic`]), fuse them by reciprocal
 //! rank ([`fusion`]), drop overlaps, reorder by the ranking stage ([`rank`]), and cut the page.
 //! [`similar`] does the same from a reference instead of a query; [`lookup`] serves code by
-//! path or symbol.
+//! path or symbol; [`usages`] lists where a name is defined and used.
 
 pub mod fusion;
 pub mod lookup;
@@ -11,6 +11,7 @@ pub mod query;
 pub mod rank;
 pub mod semantic;
 pub mod similar;
+pub mod usages;
 
 use std::collections::HashMap;
 use std::path::Path;

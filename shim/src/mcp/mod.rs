@@ -49,11 +49,18 @@ pub const MAX_OFFSET: u64 = 900;
 pub const MAX_LOOKUP_LIMIT: u64 = 50;
 /// Default `limit` of a symbol lookup.
 pub const DEFAULT_LOOKUP_LIMIT: u64 = 5;
+/// Largest `limit` of a usages call.
+pub const MAX_USAGES_LIMIT: u64 = 500;
+/// Default `limit` of a usages call.
+pub const DEFAULT_USAGES_LIMIT: u64 = 50;
+/// Deepest page start of a usages call.
+pub const MAX_USAGES_OFFSET: u64 = 100_000;
 
 const INSTRUCTIONS: &str = "amanmcp searches this project's code locally. Use `search` to find \
 code by words, identifiers, error messages or a description of behaviour; results give \
 path:start-end line ranges and the code. Use `lookup` to read a file or line range, or to jump \
-to a definition by name (`Session.request`). Use `similar` to find code like a given location, \
+to a definition by name (`Session.request`). Use `usages` to see where a name is defined \
+and used (each line with its enclosing symbol). Use `similar` to find code like a given location, \
 symbol or snippet. Use `index-status` to see whether indexing is complete; `reindex` is rarely \
 needed because the index follows file changes. Paths are relative to the project root.";
 
@@ -155,13 +162,14 @@ impl ServerHandler for AmanServer {
         let outcome = match request.name.as_ref() {
             "search" => self.search(&args).await,
             "lookup" => self.lookup(&args).await,
+            "usages" => self.usages(&args).await,
             "reindex" => self.reindex(&args, &context).await,
             "similar" => self.similar(&args).await,
             "index-status" => self.index_status().await,
             other => {
                 return Err(McpError::invalid_params(
                     format!(
-                        "unknown tool `{other}`; available: search, lookup, similar, reindex, index-status"
+                        "unknown tool `{other}`; available: search, lookup, usages, similar, reindex, index-status"
                     ),
                     None,
                 ));

@@ -241,3 +241,96 @@ fn render_search(
     }
     out
 }
+
+/// A `usages` reply: occurrences grouped by file, definitions first, within `shape`'s token
+/// budget; says how to read on when occurrences are left out.
+pub fn usages_result(reply: &pb::UsagesReply, shape: Shape, offset: u64) -> CallToolResult {
+    let mut left = shape.max_tokens.saturating_sub(80);
+    let mut fitted: Vec<&pb::Usage> = Vec::new();
+    let mut last_path: Option<&str> = None;
+    for usage in &reply.usages {
+        let mut cost =
+            budget::tokens(&usage.text) + usage.enclosing.as_deref().map_or(0, budget::tokens) + 8;
+        if last_path != Some(usage.path.as_str()) {
+            cost += budget::tokens(&usage.path) + 2;
+        }
+        if cost > left && !fitted.is_empty() {
+            break;
+        }
+        left = left.saturating_sub(cost);
+        last_path = Some(&usage.path);
+        fitted.push(usage);
+    }
+    let shown_end = offset + fitted.len() as u64;
+    let next_offset = (shown_end < reply.total).then_some(shown_end);
+    let usages: Vec<Value> = fitted
+        .iter()
+        .map(|u| {
+            let mut item = json!({
+                "path": u.path,
+                "line": u.line,
+                "column": u.column,
+                "text": u.text,
+                "definition": u.definition,
+                "language": u.language,
+            });
+            if let Some(enclosing) = &u.enclosing {
+                item["enclosing"] = json!(enclosing);
+            }
+            item
+        })
+        .collect();
+    let mut structured = json!({
+        "name": reply.name,
+        "usages": usages,
+        "total": reply.total,
+        "files": reply.files,
+        "definitions": reply.definitions,
+        "complete": reply.complete,
+    });
+    if let Some(next) = next_offset {
+        structured["next_offset"] = json!(next);
+    }
+    let mut text = if reply.total == 0 {
+        format!("`{}` occurs nowhere in the index.", reply.name)
+    } else {
+        let plural = |n: u64, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+        format!(
+            "`{}`: {} in {} ({}){}:\n",
+            reply.name,
+            plural(reply.total, "occurrence"),
+            plural(reply.files, "file"),
+            plural(reply.definitions, "definition"),
+            if offset > 0 {
+                format!(", from {}", offset + 1)
+            } else {
+                String::new()
+            }
+        )
+    };
+    let mut last_path: Option<&str> = None;
+    for u in &fitted {
+        if last_path != Some(u.path.as_str()) {
+            text.push_str(&format!("\n{}\n", u.path));
+            last_path = Some(&u.path);
+        }
+        text.push_str(&format!("  {}:{}", u.line, u.column));
+        if u.definition {
+            text.push_str(" definition");
+        }
+        if let Some(enclosing) = &u.enclosing {
+            text.push_str(&format!(" (in {enclosing})"));
+        }
+        text.push_str(&format!("  {}\n", u.text));
+    }
+    if let Some(next) = next_offset {
+        text.push_str(&format!(
+            "\n({} more occurrences; pass offset: {next}, or narrow with `path`)\n",
+            reply.total - next
+        ));
+    }
+    if !reply.complete {
+        text.push_str("(a very common name: only the first 20,000 chunks holding it were read)\n");
+    }
+    structured_result(text, structured)
+}

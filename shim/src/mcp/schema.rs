@@ -6,7 +6,10 @@ use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 
 use super::budget::{DEFAULT_MAX_TOKENS, MAX_MAX_TOKENS, MIN_MAX_TOKENS};
-use super::{DEFAULT_LIMIT, DEFAULT_LOOKUP_LIMIT, MAX_LIMIT, MAX_LOOKUP_LIMIT, MAX_OFFSET};
+use super::{
+    DEFAULT_LIMIT, DEFAULT_LOOKUP_LIMIT, DEFAULT_USAGES_LIMIT, MAX_LIMIT, MAX_LOOKUP_LIMIT,
+    MAX_OFFSET, MAX_USAGES_LIMIT, MAX_USAGES_OFFSET,
+};
 
 fn schema(value: Value) -> Arc<JsonObject> {
     match value {
@@ -72,6 +75,51 @@ fn lookup_output() -> Value {
             "omitted": {"type": "integer", "description": "Matches left out to fit `max_tokens`."}
         },
         "required": ["matches", "total"]
+    })
+}
+
+fn usages_input() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "description": "An identifier, bare (`JoinSet`, `parse_config`) or qualified (`tokio::task::JoinSet`, `Session.request`: its last part is searched). Matched whole and as written: `Config` does not find `ConfigLoader` or `config`."},
+            "path": {"type": "string", "description": "Only files whose path matches this glob, e.g. `src/**`."},
+            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_USAGES_LIMIT, "default": DEFAULT_USAGES_LIMIT, "description": "Most occurrences to return (1-500, default 50)."},
+            "offset": {"type": "integer", "minimum": 0, "maximum": MAX_USAGES_OFFSET, "default": 0, "description": "Occurrences to skip (the previous answer's `next_offset`)."},
+            "max_tokens": {"type": "integer", "minimum": MIN_MAX_TOKENS, "maximum": MAX_MAX_TOKENS, "default": DEFAULT_MAX_TOKENS, "description": "Most tokens the answer may take (bytes / 4); occurrences that do not fit are left out and `next_offset` says where to go on."}
+        },
+        "required": ["name"]
+    })
+}
+
+fn usages_output() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "description": "The identifier searched."},
+            "usages": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "path": {"type": "string"},
+                        "line": {"type": "integer"},
+                        "column": {"type": "integer", "description": "1-based, in bytes."},
+                        "text": {"type": "string", "description": "The line, trimmed."},
+                        "enclosing": {"type": "string", "description": "The innermost symbol around the occurrence."},
+                        "definition": {"type": "boolean", "description": "This occurrence defines the name."},
+                        "language": {"type": "string"}
+                    },
+                    "required": ["path", "line", "column", "text", "definition", "language"]
+                }
+            },
+            "total": {"type": "integer", "description": "Occurrences in all."},
+            "files": {"type": "integer", "description": "Files with an occurrence."},
+            "definitions": {"type": "integer"},
+            "complete": {"type": "boolean", "description": "False for a name so common that only the first 20,000 chunks holding it were read."},
+            "next_offset": {"type": "integer", "description": "Pass as `offset` for the occurrences after these."}
+        },
+        "required": ["name", "usages", "total", "files", "definitions", "complete"]
     })
 }
 
@@ -259,6 +307,14 @@ pub fn tools() -> Vec<Tool> {
         )
         .with_title("Look up code")
         .with_raw_output_schema(schema(lookup_output()))
+        .with_annotations(read_only.clone()),
+        Tool::new(
+            "usages",
+            "Find where a name is defined and used: every line holding the identifier (whole, as written), definitions first, then uses grouped by file, each with its line, column and enclosing symbol. The question after `lookup`: who calls this function, where is this type used.",
+            schema(usages_input()),
+        )
+        .with_title("Find usages")
+        .with_raw_output_schema(schema(usages_output()))
         .with_annotations(read_only.clone()),
         Tool::new(
             "reindex",

@@ -9,9 +9,10 @@ use serde_json::json;
 
 use super::args::{ToolError, optional_integer, optional_mode, optional_string, required_string};
 use super::budget::Shape;
-use super::render::{lookup_result, search_result, structured_result};
+use super::render::{lookup_result, search_result, structured_result, usages_result};
 use super::{
-    AmanServer, DEFAULT_LIMIT, DEFAULT_LOOKUP_LIMIT, MAX_LIMIT, MAX_LOOKUP_LIMIT, MAX_OFFSET,
+    AmanServer, DEFAULT_LIMIT, DEFAULT_LOOKUP_LIMIT, DEFAULT_USAGES_LIMIT, MAX_LIMIT,
+    MAX_LOOKUP_LIMIT, MAX_OFFSET, MAX_USAGES_LIMIT, MAX_USAGES_OFFSET,
 };
 use crate::link::state_name;
 use crate::status::{self, index_summary};
@@ -77,6 +78,30 @@ impl AmanServer {
             })
             .await?;
         Ok(lookup_result(symbol.as_deref(), &reply, shape))
+    }
+
+    pub(super) async fn usages(&self, args: &JsonObject) -> Result<CallToolResult, ToolError> {
+        let name = required_string(args, "name")?;
+        let path_glob = optional_string(args, "path")?;
+        let limit =
+            optional_integer(args, "limit", 1, MAX_USAGES_LIMIT)?.unwrap_or(DEFAULT_USAGES_LIMIT);
+        let offset = optional_integer(args, "offset", 0, MAX_USAGES_OFFSET)?.unwrap_or(0);
+        let shape = Shape::from_args(args)?;
+        let request = pb::UsagesRequest {
+            root: self.root().await,
+            name,
+            path_glob,
+            limit: limit as u32,
+            offset: offset as u32,
+        };
+        let reply = self
+            .link
+            .call(|mut client| {
+                let request = request.clone();
+                async move { client.usages(request).await.map(|r| r.into_inner()) }
+            })
+            .await?;
+        Ok(usages_result(&reply, shape, offset))
     }
 
     pub(super) async fn reindex(
