@@ -206,6 +206,8 @@ pub async fn bench_index(
     // Search latency over gRPC, per mode. The first round embeds each query (the daemon
     // keeps recent query vectors), so it is reported apart.
     let mut hits = 0usize;
+    // Names of the symbols search found: the names `usages` is timed on below.
+    let mut names: Vec<String> = Vec::new();
     let modes: &[&str] = if with_vectors.vectors.is_some() {
         &["lexical", "semantic", "hybrid"]
     } else {
@@ -237,10 +239,42 @@ pub async fn bench_index(
                     again.push(ms);
                 }
                 hits += reply.results.len();
+                for symbol in reply.results.iter().filter_map(|r| r.symbol.as_deref()) {
+                    let bare = symbol.rsplit(['.', ':']).next().unwrap_or(symbol);
+                    if !bare.is_empty()
+                        && bare.chars().all(|c| c.is_alphanumeric() || c == '_')
+                        && !names.iter().any(|n| n == bare)
+                    {
+                        names.push(bare.to_string());
+                    }
+                }
             }
         }
         println!("search via gRPC, {mode:<8} new query: {}", summary(first));
         println!("search via gRPC, {mode:<8} repeated:  {}", summary(again));
+    }
+    let mut latencies = Vec::new();
+    let mut occurrences = 0u64;
+    for name in names.iter().take(40) {
+        let t = Instant::now();
+        let reply = client
+            .usages(pb::UsagesRequest {
+                root: root_str.clone(),
+                name: name.clone(),
+                limit: 50,
+                ..Default::default()
+            })
+            .await?
+            .into_inner();
+        latencies.push(t.elapsed().as_secs_f64() * 1e3);
+        occurrences += reply.total;
+    }
+    if !latencies.is_empty() {
+        println!(
+            "usages via gRPC (names of symbols found, limit 50, mean {:.0} occurrences): {}",
+            occurrences as f64 / latencies.len() as f64,
+            summary(latencies)
+        );
     }
 
     // Search latency through the real shim (MCP over stdio).
