@@ -4,9 +4,11 @@
 //! the ones before it): [`error`], [`files`] (what is on disk), [`chunk`] (splitting code),
 //! [`index`] (one project's storage and the pipeline that fills it), [`embed`] (embedders
 //! and the embedding worker), [`search`] (query analysis, fusion, ranking, lookup),
-//! [`watch`], [`project`] (one loaded project), [`registry`], [`rpc`] (the only module
+//! [`watch`], [`project`] (one loaded project), [`registry`], [`across`] (one query over
+//! several projects), [`rpc`] (the only module
 //! that knows protobuf) and [`server`].
 
+pub mod across;
 pub mod chunk;
 pub mod embed;
 pub mod error;

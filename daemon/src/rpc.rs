@@ -7,6 +7,7 @@ use amanmcp_proto::pb;
 use tokio::sync::Notify;
 use tonic::{Request, Response, Status};
 
+use crate::across;
 use crate::error::Error;
 use crate::index::progress::IndexState;
 use crate::project::ProjectStatus;
@@ -85,7 +86,8 @@ fn search_mode(mode: &str) -> Result<SearchMode, Error> {
     })
 }
 
-fn search_reply(outcome: crate::project::SearchOutcome) -> pb::SearchReply {
+/// `projects`: each hit's project root, for cross-project searches.
+fn search_reply(outcome: crate::project::SearchOutcome, projects: Vec<String>) -> pb::SearchReply {
     let (semantic_used, vectors_complete, semantic_unavailable) = match outcome.semantic {
         Semantic::NotUsed => (false, false, None),
         Semantic::Used { complete } => (true, complete, None),
@@ -98,7 +100,14 @@ fn search_reply(outcome: crate::project::SearchOutcome) -> pb::SearchReply {
         results: outcome
             .hits
             .into_iter()
-            .map(|hit| pb::SearchHit {
+            .zip(
+                projects
+                    .into_iter()
+                    .map(Some)
+                    .chain(std::iter::repeat(None)),
+            )
+            .map(|(hit, project)| pb::SearchHit {
+                project,
                 path: hit.path,
                 start_line: hit.start_line,
                 end_line: hit.end_line,
@@ -213,9 +222,7 @@ impl amanmcp_proto::Daemon for RpcService {
             req.query, req.limit, req.offset, req.mode, req.path_glob, req.language
         );
         let outcome = blocking(move || {
-            let mode = search_mode(&req.mode)?;
-            let project = registry.open(&req.root, false)?;
-            project.search(&SearchParams {
+            let params = SearchParams {
                 query: req.query,
                 limit: if req.limit == 0 {
                     DEFAULT_LIMIT
@@ -225,13 +232,19 @@ impl amanmcp_proto::Daemon for RpcService {
                 offset: req.offset as usize,
                 path_glob: req.path_glob,
                 language: req.language,
-                mode,
-            })
+                mode: search_mode(&req.mode)?,
+            };
+            if req.projects.is_empty() {
+                let project = registry.open(&req.root, false)?;
+                return Ok((project.search(&params)?, Vec::new()));
+            }
+            let projects = across::projects(&registry, &req.root, &req.projects)?;
+            across::search(&projects, &params)
         })
         .await;
-        log_call(&call, started, outcome.as_ref().map(|o| o.hits.len()));
-        let outcome = outcome?;
-        Ok(Response::new(search_reply(outcome)))
+        log_call(&call, started, outcome.as_ref().map(|o| o.0.hits.len()));
+        let (outcome, projects) = outcome?;
+        Ok(Response::new(search_reply(outcome, projects)))
     }
 
     async fn lookup(
@@ -294,17 +307,22 @@ impl amanmcp_proto::Daemon for RpcService {
         let started = Instant::now();
         let call = format!("usages name={:?} path={:?}", req.name, req.path_glob);
         let found = blocking(move || {
-            let project = registry.open(&req.root, false)?;
-            project.usages(&UsagesParams {
+            let params = UsagesParams {
                 name: req.name,
                 path_glob: req.path_glob,
                 limit: (req.limit as usize).clamp(1, MAX_USAGES_LIMIT),
                 offset: req.offset as usize,
-            })
+            };
+            if req.projects.is_empty() {
+                let project = registry.open(&req.root, false)?;
+                return Ok((project.usages(&params)?, Vec::new()));
+            }
+            let projects = across::projects(&registry, &req.root, &req.projects)?;
+            across::usages(&projects, &params)
         })
         .await;
-        log_call(&call, started, found.as_ref().map(|f| f.usages.len()));
-        let found = found?;
+        log_call(&call, started, found.as_ref().map(|f| f.0.usages.len()));
+        let (found, projects) = found?;
         Ok(Response::new(pb::UsagesReply {
             name: found.name,
             total: found.total as u64,
@@ -314,7 +332,14 @@ impl amanmcp_proto::Daemon for RpcService {
             usages: found
                 .usages
                 .into_iter()
-                .map(|u| pb::Usage {
+                .zip(
+                    projects
+                        .into_iter()
+                        .map(Some)
+                        .chain(std::iter::repeat(None)),
+                )
+                .map(|(u, project)| pb::Usage {
+                    project,
                     path: u.path,
                     line: u.line,
                     column: u.column,
@@ -391,7 +416,7 @@ impl amanmcp_proto::Daemon for RpcService {
         })
         .await;
         log_call(&call, started, outcome.as_ref().map(|o| o.hits.len()));
-        Ok(Response::new(search_reply(outcome?)))
+        Ok(Response::new(search_reply(outcome?, Vec::new())))
     }
 
     async fn reindex(

@@ -1,6 +1,7 @@
 //! End-to-end tests over the real binaries. Each test has its own HOME, XDG dirs, socket and
 //! data directory (see `amanmcp_tests::TestEnv`).
 
+mod across;
 mod budget;
 mod daemon;
 mod index;

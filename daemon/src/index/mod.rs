@@ -85,6 +85,37 @@ pub fn open_index(dir: &Path, root: &Path) -> Result<ProjectIndex, IndexError> {
     })
 }
 
+/// The file in a project's directory naming its root (so the daemon can list the projects
+/// it has indexed without opening them).
+pub const ROOT_FILE: &str = "root";
+
+/// Record `root` in its project directory's [`ROOT_FILE`] (written whole, then renamed).
+pub fn record_root(dir: &Path, root: &Path) -> std::io::Result<()> {
+    let path = dir.join(ROOT_FILE);
+    let text = root.to_string_lossy();
+    if std::fs::read_to_string(&path).is_ok_and(|t| t == text) {
+        return Ok(());
+    }
+    let partial = dir.join(format!("{ROOT_FILE}.partial"));
+    std::fs::write(&partial, text.as_bytes())?;
+    std::fs::rename(partial, path)
+}
+
+/// The roots of every project with an index under `data_dir`, sorted.
+pub fn indexed_roots(data_dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(data_dir.join("projects")) else {
+        return Vec::new();
+    };
+    let mut roots: Vec<PathBuf> = entries
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path().join(ROOT_FILE)).ok())
+        .map(PathBuf::from)
+        .collect();
+    roots.sort();
+    roots.dedup();
+    roots
+}
+
 /// `data_dir/projects/<name>-<hash of root>`: never inside the user's tree.
 pub fn project_dir(data_dir: &Path, root: &Path) -> PathBuf {
     let hash = xxhash_rust::xxh3::xxh3_64(root.as_os_str().as_encoded_bytes());

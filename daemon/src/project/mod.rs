@@ -124,6 +124,9 @@ impl Project {
                 index
             }
         };
+        if let Err(e) = crate::index::record_root(&dir, &root) {
+            tracing::warn!(dir = %dir.display(), error = %e, "cannot record the project's root");
+        }
         let recovered = writer::recover(&index)?;
         if recovered > 0 {
             tracing::info!(root = %root.display(), recovered, "recovered an interrupted commit");

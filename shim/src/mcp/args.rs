@@ -118,6 +118,32 @@ pub fn optional_integer(
     }
 }
 
+/// Most entries of `projects`.
+const MAX_PROJECTS: usize = 64;
+
+/// The `projects` argument: `["all"]` or project roots (absent: none).
+pub fn optional_projects(args: &JsonObject) -> Result<Vec<String>, ToolError> {
+    let bad = || {
+        ToolError::Argument(format!(
+            "argument `projects` must be an array of at most {MAX_PROJECTS} strings: [\"all\"] or project roots"
+        ))
+    };
+    match args.get("projects") {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items)) if items.len() <= MAX_PROJECTS => items
+            .iter()
+            .map(|item| match item {
+                Value::String(s) if !s.trim().is_empty() => {
+                    within_limit("projects", s)?;
+                    Ok(s.clone())
+                }
+                _ => Err(bad()),
+            })
+            .collect(),
+        Some(_) => Err(bad()),
+    }
+}
+
 /// The `mode` argument as given (`""` when absent). Which modes exist is the daemon's rule,
 /// checked there once; its refusal comes back naming `mode`.
 pub fn optional_mode(args: &JsonObject) -> Result<String, ToolError> {

@@ -44,6 +44,9 @@ pub fn search_result(
             if !hit.why.is_empty() {
                 item["why"] = json!(hit.why);
             }
+            if let Some(project) = &hit.project {
+                item["project"] = json!(project);
+            }
             item
         })
         .collect();
@@ -211,10 +214,11 @@ fn render_search(
         reply.total
     ));
     for hit in &reply.results {
-        out.push_str(&format!(
-            "\n{}:{}-{}",
-            hit.path, hit.start_line, hit.end_line
-        ));
+        out.push('\n');
+        if let Some(project) = &hit.project {
+            out.push_str(&format!("{project}: "));
+        }
+        out.push_str(&format!("{}:{}-{}", hit.path, hit.start_line, hit.end_line));
         if let Some(symbol) = &hit.symbol {
             out.push_str(&format!(" {symbol}"));
             if let Some(kind) = &hit.kind {
@@ -277,6 +281,9 @@ pub fn usages_result(reply: &pb::UsagesReply, shape: Shape, offset: u64) -> Call
             if let Some(enclosing) = &u.enclosing {
                 item["enclosing"] = json!(enclosing);
             }
+            if let Some(project) = &u.project {
+                item["project"] = json!(project);
+            }
             item
         })
         .collect();
@@ -308,11 +315,15 @@ pub fn usages_result(reply: &pb::UsagesReply, shape: Shape, offset: u64) -> Call
             }
         )
     };
-    let mut last_path: Option<&str> = None;
+    let mut last_path: Option<String> = None;
     for u in &fitted {
-        if last_path != Some(u.path.as_str()) {
-            text.push_str(&format!("\n{}\n", u.path));
-            last_path = Some(&u.path);
+        let place = match &u.project {
+            Some(project) => format!("{project}: {}", u.path),
+            None => u.path.clone(),
+        };
+        if last_path.as_ref() != Some(&place) {
+            text.push_str(&format!("\n{place}\n"));
+            last_path = Some(place);
         }
         text.push_str(&format!("  {}:{}", u.line, u.column));
         if u.definition {

@@ -86,7 +86,8 @@ fn usages_input() -> Value {
             "path": {"type": "string", "description": "Only files whose path matches this glob, e.g. `src/**`."},
             "limit": {"type": "integer", "minimum": 1, "maximum": MAX_USAGES_LIMIT, "default": DEFAULT_USAGES_LIMIT, "description": "Most occurrences to return (1-500, default 50)."},
             "offset": {"type": "integer", "minimum": 0, "maximum": MAX_USAGES_OFFSET, "default": 0, "description": "Occurrences to skip (the previous answer's `next_offset`)."},
-            "max_tokens": {"type": "integer", "minimum": MIN_MAX_TOKENS, "maximum": MAX_MAX_TOKENS, "default": DEFAULT_MAX_TOKENS, "description": "Most tokens the answer may take (bytes / 4); occurrences that do not fit are left out and `next_offset` says where to go on."}
+            "max_tokens": {"type": "integer", "minimum": MIN_MAX_TOKENS, "maximum": MAX_MAX_TOKENS, "default": DEFAULT_MAX_TOKENS, "description": "Most tokens the answer may take (bytes / 4); occurrences that do not fit are left out and `next_offset` says where to go on."},
+            "projects": {"type": "array", "items": {"type": "string"}, "maxItems": 64, "description": "Also search other projects this daemon has indexed: [\"all\"] or their roots (absolute paths). Each result then says its `project`."}
         },
         "required": ["name"]
     })
@@ -103,6 +104,7 @@ fn usages_output() -> Value {
                     "type": "object",
                     "properties": {
                         "path": {"type": "string"},
+                        "project": {"type": "string", "description": "The root of the project it is in (with `projects`)."},
                         "line": {"type": "integer"},
                         "column": {"type": "integer", "description": "1-based, in bytes."},
                         "text": {"type": "string", "description": "The line, trimmed."},
@@ -177,7 +179,8 @@ pub fn tools() -> Vec<Tool> {
                 "maximum": MAX_OFFSET,
                 "default": 0,
                 "description": "Results to skip, for the next page."
-            }
+            },
+            "projects": {"type": "array", "items": {"type": "string"}, "maxItems": 64, "description": "Also search other projects this daemon has indexed: [\"all\"] or their roots (absolute paths). Each result then says its `project`."}
         },
         "required": ["query"]
     });
@@ -190,6 +193,7 @@ pub fn tools() -> Vec<Tool> {
                     "type": "object",
                     "properties": {
                         "path": {"type": "string", "description": "Relative to the project root."},
+                        "project": {"type": "string", "description": "The root of the project the result is in (with `projects`)."},
                         "start_line": {"type": "integer", "description": "1-based, inclusive."},
                         "end_line": {"type": "integer", "description": "1-based, inclusive."},
                         "language": {"type": "string"},

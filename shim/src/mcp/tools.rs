@@ -7,7 +7,9 @@ use rmcp::model::{CallToolResult, JsonObject, LoggingLevel, ProgressNotification
 use rmcp::service::RequestContext;
 use serde_json::json;
 
-use super::args::{ToolError, optional_integer, optional_mode, optional_string, required_string};
+use super::args::{
+    ToolError, optional_integer, optional_mode, optional_projects, optional_string, required_string,
+};
 use super::budget::Shape;
 use super::render::{lookup_result, search_result, structured_result, usages_result};
 use super::{
@@ -26,6 +28,7 @@ impl AmanServer {
         let language = optional_string(args, "language")?;
         let offset = optional_integer(args, "offset", 0, MAX_OFFSET)?.unwrap_or(0);
         let mode = optional_mode(args)?;
+        let projects = optional_projects(args)?;
         let request = pb::SearchRequest {
             root: self.root().await,
             query: query.clone(),
@@ -34,6 +37,7 @@ impl AmanServer {
             path_glob,
             language,
             mode,
+            projects,
         };
         let reply = self
             .link
@@ -87,12 +91,14 @@ impl AmanServer {
             optional_integer(args, "limit", 1, MAX_USAGES_LIMIT)?.unwrap_or(DEFAULT_USAGES_LIMIT);
         let offset = optional_integer(args, "offset", 0, MAX_USAGES_OFFSET)?.unwrap_or(0);
         let shape = Shape::from_args(args)?;
+        let projects = optional_projects(args)?;
         let request = pb::UsagesRequest {
             root: self.root().await,
             name,
             path_glob,
             limit: limit as u32,
             offset: offset as u32,
+            projects,
         };
         let reply = self
             .link

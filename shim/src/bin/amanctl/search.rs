@@ -28,6 +28,9 @@ pub struct SearchArgs {
     /// Only paths matching this glob (`src/**/*.rs`).
     #[arg(long)]
     glob: Option<String>,
+    /// Search other indexed projects too: `all`, or a root (repeatable).
+    #[arg(long = "project", value_name = "ROOT|all")]
+    projects: Vec<String>,
     /// Lines of each snippet to show (0: none).
     #[arg(long, default_value_t = 4)]
     context: usize,
@@ -56,6 +59,7 @@ pub async fn search(args: SearchArgs) -> ExitCode {
         path_glob: args.glob.clone(),
         language: args.language.clone(),
         mode: args.mode.clone(),
+        projects: args.projects.clone(),
     };
     let reply = match link
         .call(|mut client| {
@@ -76,6 +80,7 @@ pub async fn search(args: SearchArgs) -> ExitCode {
             .iter()
             .map(|hit| {
                 json!({
+                    "project": hit.project,
                     "path": hit.path,
                     "start_line": hit.start_line,
                     "end_line": hit.end_line,
@@ -112,12 +117,17 @@ pub async fn search(args: SearchArgs) -> ExitCode {
         return ExitCode::FAILURE;
     }
     for hit in &reply.results {
-        let mut head = format!(
+        let mut head = hit
+            .project
+            .as_ref()
+            .map(|p| format!("{p}: "))
+            .unwrap_or_default();
+        head.push_str(&format!(
             "{}:{}-{}",
             paint.magenta(&hit.path),
             paint.green(&hit.start_line.to_string()),
             paint.green(&hit.end_line.to_string())
-        );
+        ));
         if let Some(symbol) = &hit.symbol {
             head.push_str(&format!("  {}", paint.bold(symbol)));
         }

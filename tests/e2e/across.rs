@@ -1,0 +1,130 @@
+//! One query across projects (`projects` on `search` and `usages`) through the real shim and
+//! daemon: a service and its client library, two projects of one daemon.
+
+use amanmcp_tests::{Shim, TestEnv, result_paths};
+use serde_json::{Value, json};
+
+const SERVICE_PY: &str = "def issue_refund(order_id, amount):
+    \"\"\"Give the customer their money back.\"\"\"
+    ledger.credit(order_id, amount)
+";
+
+const CLIENT_PY: &str = "from service import issue_refund
+
+
+def refund_order(order):
+    return issue_refund(order.id, order.total)
+";
+
+fn structured(reply: &Value) -> &Value {
+    assert_ne!(reply["result"]["isError"], json!(true), "{reply}");
+    &reply["result"]["structuredContent"]
+}
+
+#[test]
+fn search_and_usages_reach_the_other_indexed_projects_when_asked() {
+    let env = TestEnv::new();
+    let service = env.project("service", &[("billing/refunds.py", SERVICE_PY)]);
+    let client = env.project("client", &[("sdk/orders.py", CLIENT_PY)]);
+    let mut on_service = Shim::start(&env, &service);
+    on_service.initialize();
+    on_service.search_until("issue_refund", "billing/refunds.py");
+    let mut shim = Shim::start(&env, &client);
+    shim.initialize();
+    shim.search_until("refund_order", "sdk/orders.py");
+    let service_root = service.to_str().unwrap();
+    let client_root = client.to_str().unwrap();
+
+    // Alone, the client project knows only its own code.
+    let reply = shim.call_tool(
+        "search",
+        json!({"query": "issue_refund", "mode": "lexical"}),
+    );
+    assert_eq!(result_paths(&reply), ["sdk/orders.py"], "{reply}");
+
+    // Across every project: the definition in the service too, each result with its project.
+    for projects in [json!(["all"]), json!([service_root])] {
+        let reply = shim.call_tool(
+            "search",
+            json!({"query": "issue_refund", "mode": "lexical", "projects": projects}),
+        );
+        let results = structured(&reply)["results"].as_array().unwrap().clone();
+        let place = |r: &Value| {
+            (
+                r["project"].as_str().unwrap_or_default().to_string(),
+                r["path"].as_str().unwrap().to_string(),
+            )
+        };
+        let places: Vec<_> = results.iter().map(place).collect();
+        assert!(
+            places.contains(&(service_root.into(), "billing/refunds.py".into())),
+            "{projects}: {reply}"
+        );
+        assert!(
+            places.contains(&(client_root.into(), "sdk/orders.py".into())),
+            "{projects}: {reply}"
+        );
+        let text = reply["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(
+            text.contains(&format!("{service_root}: billing/refunds.py:1-3")),
+            "{text}"
+        );
+    }
+
+    // Usages: the asking project's first, then the service's definition.
+    let reply = shim.call_tool(
+        "usages",
+        json!({"name": "issue_refund", "projects": ["all"]}),
+    );
+    let found = structured(&reply);
+    assert_eq!(found["total"], 3, "{reply}");
+    assert_eq!(found["definitions"], 1, "{reply}");
+    let usages: Vec<(String, String, u64, bool)> = found["usages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| {
+            (
+                u["project"].as_str().unwrap().to_string(),
+                u["path"].as_str().unwrap().to_string(),
+                u["line"].as_u64().unwrap(),
+                u["definition"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        usages,
+        [
+            (client_root.into(), "sdk/orders.py".into(), 1, false),
+            (client_root.into(), "sdk/orders.py".into(), 5, false),
+            (service_root.into(), "billing/refunds.py".into(), 1, true),
+        ],
+        "{reply}"
+    );
+
+    // Only projects this daemon has indexed can be named; the argument's shape is checked.
+    let elsewhere = env.project("never-indexed", &[("x.py", "def issue_refund(): pass\n")]);
+    for (projects, says) in [
+        (
+            json!([elsewhere.to_str().unwrap()]),
+            "not a project this daemon has indexed",
+        ),
+        (
+            json!(["/nonexistent/place"]),
+            "not a project this daemon has indexed",
+        ),
+        (json!("all"), "must be an array"),
+        (json!([7]), "must be an array"),
+    ] {
+        for tool in ["search", "usages"] {
+            let args = match tool {
+                "search" => json!({"query": "issue_refund", "projects": projects}),
+                _ => json!({"name": "issue_refund", "projects": projects}),
+            };
+            let reply = shim.call_tool(tool, args.clone());
+            assert_eq!(reply["result"]["isError"], json!(true), "{args} -> {reply}");
+            let text = reply["result"]["content"][0]["text"].as_str().unwrap();
+            assert!(text.contains(says), "{args} -> {text}");
+        }
+    }
+}
