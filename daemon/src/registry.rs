@@ -12,6 +12,9 @@ use crate::project::{Project, ProjectStatus};
 use crate::search::SearchConfig;
 use crate::watch::WatchConfig;
 
+/// How long forgetting a project waits for requests still using it.
+const FORGET_WAIT: Duration = Duration::from_secs(10);
+
 /// Loaded projects.
 pub struct Registry {
     data_dir: PathBuf,
@@ -101,6 +104,58 @@ impl Registry {
         project.start_reconcile();
         projects.insert(root, project.clone());
         Ok(project)
+    }
+
+    /// Every project with an index under the data directory: root, bytes on disk, whether
+    /// it is loaded. Sorted by root.
+    pub fn indexed(&self) -> Vec<(PathBuf, u64, bool)> {
+        let loaded = self.projects.lock().unwrap_or_else(|e| e.into_inner());
+        crate::index::indexed_roots(&self.data_dir)
+            .into_iter()
+            .map(|root| {
+                let dir = crate::index::project_dir(&self.data_dir, &root);
+                let bytes = crate::index::lexical::dir_size(&dir);
+                let is_loaded = loaded.contains_key(&root);
+                (root, bytes, is_loaded)
+            })
+            .collect()
+    }
+
+    /// Unload `root`'s project if loaded (waiting up to [`FORGET_WAIT`] for requests using
+    /// it) and delete its index. Returns the bytes freed.
+    pub fn forget(&self, root: &Path) -> Result<u64, Error> {
+        let dir = crate::index::project_dir(&self.data_dir, root);
+        if !dir.join(crate::index::ROOT_FILE).is_file() {
+            return Err(UserError::InvalidArgument {
+                name: "root",
+                reason: format!(
+                    "{} is not a project this daemon has indexed",
+                    root.display()
+                ),
+            }
+            .into());
+        }
+        // Held throughout, so nothing opens the project again while its files go.
+        let mut projects = self.projects.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(project) = projects.remove(root) {
+            let deadline = std::time::Instant::now() + FORGET_WAIT;
+            while Arc::strong_count(&project) > 1 {
+                if std::time::Instant::now() > deadline {
+                    projects.insert(root.to_path_buf(), project);
+                    return Err(UserError::InvalidArgument {
+                        name: "root",
+                        reason: format!("{} is busy; try again", root.display()),
+                    }
+                    .into());
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            drop(project);
+        }
+        let bytes = crate::index::lexical::dir_size(&dir);
+        std::fs::remove_dir_all(&dir).map_err(|e| crate::error::IndexError::io(&dir, e))?;
+        tracing::info!(root = %root.display(), bytes, "forgot project");
+        Ok(bytes)
     }
 
     /// Status of every loaded project, sorted by root.

@@ -482,6 +482,70 @@ impl amanmcp_proto::Daemon for RpcService {
         });
         Ok(Response::new(pb::ShutdownReply {}))
     }
+
+    async fn projects(
+        &self,
+        _request: Request<pb::ProjectsRequest>,
+    ) -> Result<Response<pb::ProjectsReply>, Status> {
+        let registry = self.registry.clone();
+        let indexed = blocking(move || Ok(registry.indexed())).await?;
+        Ok(Response::new(pb::ProjectsReply {
+            projects: indexed
+                .into_iter()
+                .map(|(root, bytes, loaded)| pb::IndexedProject {
+                    root_exists: root.is_dir(),
+                    root: root.to_string_lossy().to_string(),
+                    bytes,
+                    loaded,
+                })
+                .collect(),
+        }))
+    }
+
+    async fn forget(
+        &self,
+        request: Request<pb::ForgetRequest>,
+    ) -> Result<Response<pb::ForgetReply>, Status> {
+        let req = request.into_inner();
+        let registry = self.registry.clone();
+        let started = Instant::now();
+        let call = format!("forget roots={:?} missing={}", req.roots, req.missing);
+        let outcome = blocking(move || {
+            let mut roots: Vec<std::path::PathBuf> = req
+                .roots
+                .iter()
+                .map(|r| {
+                    let path = std::path::Path::new(r);
+                    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
+                })
+                .collect();
+            if req.missing {
+                roots.extend(
+                    registry
+                        .indexed()
+                        .into_iter()
+                        .map(|(root, _, _)| root)
+                        .filter(|root| !root.is_dir()),
+                );
+            }
+            roots.sort();
+            roots.dedup();
+            let mut freed = 0;
+            let mut forgotten = Vec::new();
+            for root in roots {
+                freed += registry.forget(&root)?;
+                forgotten.push(root.to_string_lossy().to_string());
+            }
+            Ok((forgotten, freed))
+        })
+        .await;
+        log_call(&call, started, outcome.as_ref().map(|(f, _)| f.len()));
+        let (forgotten, bytes_freed) = outcome?;
+        Ok(Response::new(pb::ForgetReply {
+            forgotten,
+            bytes_freed,
+        }))
+    }
 }
 
 #[cfg(test)]

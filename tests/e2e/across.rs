@@ -128,3 +128,83 @@ fn search_and_usages_reach_the_other_indexed_projects_when_asked() {
         }
     }
 }
+
+#[test]
+fn amanctl_lists_indexed_projects_and_forgets_them() {
+    let env = TestEnv::new();
+    let service = env.project("service", &[("billing/refunds.py", SERVICE_PY)]);
+    let client = env.project("client", &[("sdk/orders.py", CLIENT_PY)]);
+    for root in [&service, &client] {
+        let ran = env.amanctl_on(root, &["index"]);
+        assert!(ran.ok(), "{}", ran.text());
+    }
+    let listed = |env: &TestEnv| -> Vec<Value> {
+        let ran = env.amanctl(&["projects", "--json"]);
+        assert!(ran.ok(), "{}", ran.text());
+        let parsed: Value = serde_json::from_str(&ran.stdout).unwrap();
+        parsed["projects"].as_array().unwrap().clone()
+    };
+    let projects = listed(&env);
+    let roots: Vec<&str> = projects
+        .iter()
+        .map(|p| p["root"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roots,
+        [client.to_str().unwrap(), service.to_str().unwrap()],
+        "{projects:?}"
+    );
+    assert!(
+        projects
+            .iter()
+            .all(|p| p["bytes"].as_u64().unwrap() > 0 && p["loaded"] == true),
+        "{projects:?}"
+    );
+    let text = env.amanctl(&["projects"]);
+    assert!(
+        text.stdout.contains(service.to_str().unwrap()),
+        "{}",
+        text.text()
+    );
+
+    // The client's checkout is deleted: listed as missing, then dropped by `gc`.
+    std::fs::remove_dir_all(&client).unwrap();
+    let projects = listed(&env);
+    let gone = projects
+        .iter()
+        .find(|p| p["root"] == client.to_str().unwrap())
+        .unwrap();
+    assert_eq!(gone["root_exists"], false, "{gone}");
+    let ran = env.amanctl(&["gc", "--json"]);
+    assert!(ran.ok(), "{}", ran.text());
+    let reply: Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(
+        reply["forgotten"],
+        json!([client.to_str().unwrap()]),
+        "{reply}"
+    );
+    assert!(reply["bytes_freed"].as_u64().unwrap() > 0, "{reply}");
+    let projects = listed(&env);
+    assert_eq!(projects.len(), 1, "{projects:?}");
+
+    // Forgetting a loaded project unloads it and drops its index; using it again indexes it
+    // again from scratch.
+    let ran = env.amanctl(&["projects", "forget", service.to_str().unwrap()]);
+    assert!(ran.ok() && ran.stdout.contains("forgot"), "{}", ran.text());
+    assert!(listed(&env).is_empty());
+    let ran = env.amanctl(&["projects", "forget", service.to_str().unwrap()]);
+    assert!(!ran.ok() && ran.text().contains("not a project this daemon has indexed"));
+    let ran = env.amanctl_on(&service, &["index"]);
+    assert!(ran.ok(), "{}", ran.text());
+    env.verify_ok(&service, "after forgetting and indexing again");
+    let ran = env
+        .command("amanctl")
+        .args(["search", "--mode", "lexical", "issue_refund"])
+        .arg(&service)
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&ran.stdout).contains("billing/refunds.py"),
+        "{ran:?}"
+    );
+}

@@ -1,10 +1,12 @@
 //! `amanctl`: diagnostics and set-up for amanmcp. `amanctl status [--json]`, `amanctl stop`,
 //! `amanctl search QUERY [PATH]`, `amanctl logs [-n N] [--follow]`,
-//! `amanctl setup claude|cursor|vscode|codex`, `amanctl doctor`, `amanctl service`.
+//! `amanctl setup claude|cursor|vscode|codex`, `amanctl doctor`, `amanctl service`,
+//! `amanctl projects [forget ROOT...]`, `amanctl gc`.
 
 mod doctor;
 mod logs;
 mod mcp;
+mod projects;
 mod search;
 mod service;
 
@@ -92,6 +94,20 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// List the projects the daemon has indexed, with their sizes; `forget ROOT` drops one.
+    Projects {
+        #[command(subcommand)]
+        command: Option<projects::ProjectsCommand>,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Drop the indexes of projects whose root directory no longer exists.
+    Gc {
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
     /// Check or use the MCP servers a project configures for Claude Code (`.mcp.json`) and
     /// Cursor (`.cursor/mcp.json`).
     Mcp {
@@ -166,6 +182,13 @@ fn main() -> ExitCode {
                 print,
                 json,
             } => setup(client, path.as_deref(), global, print, json),
+            Command::Projects { command, json } => match command {
+                None => projects::list(json).await,
+                Some(projects::ProjectsCommand::Forget { roots, json: j }) => {
+                    projects::forget(roots, false, json || j).await
+                }
+            },
+            Command::Gc { json } => projects::forget(Vec::new(), true, json).await,
             Command::Mcp { command } => match command {
                 McpCommand::Check { path, timeout } => mcp::mcp_check(path, timeout).await,
                 McpCommand::Call {
