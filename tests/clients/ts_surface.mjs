@@ -121,7 +121,7 @@ try {
 const prompts = (await client.listPrompts()).prompts;
 check(prompts.some(p => p.name === 'find-usages'), 'prompts/list', prompts);
 const got = await client.getPrompt({ name: 'find-usages', arguments: { symbol: 'verify_password' } });
-check(got.messages[0].content.text.includes('verify_password'), 'prompts/get', got);
+check(got.messages[0].content.text.includes('verify_password') && got.messages[0].content.text.includes('`usages`'), 'prompts/get', got);
 await client.setLoggingLevel('debug');
 check(true, 'logging/setLevel');
 

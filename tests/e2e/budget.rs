@@ -107,3 +107,41 @@ fn answers_stay_within_max_tokens_cut_at_line_ends_and_say_what_was_left_out() {
         "{answer}"
     );
 }
+
+#[test]
+fn a_large_file_read_as_a_resource_is_cut_at_a_line_end_and_says_how_to_read_on() {
+    let env = TestEnv::new();
+    // 20 modules of 12 functions: ~240 KB, ~60,000 tokens.
+    let big: String = (0..20).map(|i| module(i, 12)).collect();
+    let total_lines = big.lines().count();
+    let root = env.project("proj", &[("big.py", big.clone())]);
+    let mut shim = Shim::start(&env, &root);
+    shim.initialize();
+    shim.search_until("budgetword", "big.py");
+
+    let uri = format!("file://{}/big.py", root.display());
+    let reply = shim.request("resources/read", json!({"uri": uri}));
+    let contents = &reply["result"]["contents"][0];
+    let served = contents["text"].as_str().unwrap();
+    assert!(served.len() / 4 <= 20_000, "{} tokens", served.len() / 4);
+    let meta = &contents["_meta"];
+    assert_eq!(meta["truncated"], true, "{meta}");
+    assert_eq!(meta["total_lines"], total_lines, "{meta}");
+    let next = meta["next_start_line"].as_u64().unwrap() as usize;
+    // Every served line is the file's own line, whole, then one line saying how to go on.
+    let lines: Vec<&str> = served.lines().collect();
+    let original: Vec<&str> = big.lines().collect();
+    assert_eq!(lines.len(), next, "{meta}");
+    assert_eq!(lines[..next - 1], original[..next - 1]);
+    assert!(
+        lines[next - 1].contains(&format!("path \"big.py\", start_line {next}")),
+        "{}",
+        lines[next - 1]
+    );
+    // `lookup` from there gives the next line.
+    let reply = shim.call_tool("lookup", json!({"path": "big.py", "start_line": next}));
+    let code = reply["result"]["structuredContent"]["matches"][0]["code"]
+        .as_str()
+        .unwrap();
+    assert_eq!(code.lines().next(), Some(original[next - 1]), "{reply}");
+}

@@ -68,7 +68,7 @@ pub fn get(request: GetPromptRequestParams) -> Result<GetPromptResponse, McpErro
             (
                 format!("Find usages of {symbol}"),
                 format!(
-                    "Find every place in this project that uses `{symbol}`. Call `search` with \"{symbol}\" (raise `limit` as needed; narrow with `path` or `language`), read each hit, and list the call sites as path:line with one line on what each does with it. Leave out the definition itself (use `lookup` to see where it is)."
+                    "Find every place in this project that uses `{symbol}`. Call the `usages` tool with name \"{symbol}\": it lists the definitions first, then every line using the name with its enclosing symbol (follow `next_offset` for more; narrow with `path`). Read the uses that matter with `lookup`, and list the call sites as path:line with one line on what each does with it."
                 ),
             )
         }

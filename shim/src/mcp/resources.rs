@@ -4,12 +4,13 @@
 use amanmcp_proto::pb;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
-    ListResourceTemplatesResult, ListResourcesResult, ReadResourceResponse, ReadResourceResult,
-    Resource, ResourceContents, ResourceTemplate,
+    ListResourceTemplatesResult, ListResourcesResult, MetaObject, ReadResourceResponse,
+    ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
 };
 use serde_json::json;
 
 use super::AmanServer;
+use super::budget;
 use crate::link::LinkError;
 
 /// Files per `resources/list` page.
@@ -159,11 +160,12 @@ impl AmanServer {
         match reply {
             Ok(reply) => match reply.matches.into_iter().next() {
                 Some(found) => {
+                    let (text, meta) = fit_resource(found.code, &found.path, found.total_lines);
                     let contents = ResourceContents::TextResourceContents {
                         uri: uri.clone(),
                         mime_type: Some(mime_type(&found.language).to_string()),
-                        text: found.code,
-                        meta: None,
+                        text,
+                        meta,
                     };
                     Ok(ReadResourceResponse::Complete(ReadResourceResult::new(
                         vec![contents],
@@ -177,9 +179,65 @@ impl AmanServer {
     }
 }
 
+/// A file read as a resource is cut to this many tokens (bytes / 4), at a line end: well
+/// under the ~25,000 a client accepts from one answer.
+pub const RESOURCE_MAX_TOKENS: usize = 20_000;
+
+/// `code` within [`RESOURCE_MAX_TOKENS`]: cut at a line end, with a last line saying where it
+/// was cut and how to read on, and `_meta` saying the same for programs
+/// (`truncated`, `next_start_line`, `total_lines`).
+fn fit_resource(code: String, path: &str, total_lines: u32) -> (String, Option<MetaObject>) {
+    if budget::tokens(&code) <= RESOURCE_MAX_TOKENS {
+        return (code, None);
+    }
+    let (kept, lines) = budget::cut_at_lines(&code, RESOURCE_MAX_TOKENS - 100);
+    let next = lines as u32 + 1;
+    let mut text = kept.to_string();
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(&format!(
+        "[amanmcp: cut after line {lines} of {total_lines} to stay under {RESOURCE_MAX_TOKENS} \
+         tokens; read on with the `lookup` tool: path \"{path}\", start_line {next}]\n"
+    ));
+    let mut meta = MetaObject::new();
+    meta.0.insert("truncated".into(), json!(true));
+    meta.0.insert("next_start_line".into(), json!(next));
+    meta.0.insert("total_lines".into(), json!(total_lines));
+    (text, Some(meta))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn large_files_are_cut_at_a_line_end_and_say_how_to_read_on() {
+        let small = "fn main() {}\n".to_string();
+        assert_eq!(fit_resource(small.clone(), "a.rs", 1), (small, None));
+        let line = "x".repeat(99) + "\n";
+        let big = line.repeat(2_000);
+        let (text, meta) = fit_resource(big, "big.txt", 2_000);
+        assert!(
+            budget::tokens(&text) <= RESOURCE_MAX_TOKENS,
+            "{}",
+            text.len()
+        );
+        let body: Vec<&str> = text.lines().collect();
+        assert!(body[..body.len() - 1].iter().all(|l| *l == line.trim_end()));
+        let kept = body.len() - 1;
+        assert!(
+            body.last().unwrap().contains(&format!(
+                "cut after line {kept} of 2000 to stay under 20000 tokens; read on with the `lookup` tool: path \"big.txt\", start_line {}",
+                kept + 1
+            )),
+            "{}",
+            body.last().unwrap()
+        );
+        let meta = meta.unwrap();
+        assert_eq!(meta.0["next_start_line"], json!(kept + 1));
+        assert_eq!(meta.0["truncated"], json!(true));
+    }
 
     #[test]
     fn file_uris_round_trip() {
