@@ -315,6 +315,20 @@ const POLYGLOT: &[(&str, &str, &str, &str, u64)] = &[
         "key",
         3,
     ),
+    (
+        "web/Cart.vue",
+        "<template>\n  <p>{{ total }}</p>\n</template>\n\n<script lang=\"ts\">\nexport function priceWithTax(price: number): number {\n  return price * 1.2;\n}\n</script>\n",
+        "priceWithTax",
+        "function",
+        6,
+    ),
+    (
+        "web/List.svelte",
+        "<script>\n  function addItem(item) {\n    return item;\n  }\n</script>\n\n<ul><li>x</li></ul>\n",
+        "addItem",
+        "function",
+        2,
+    ),
 ];
 
 #[test]
@@ -336,10 +350,14 @@ fn lookup_finds_definitions_in_every_new_language() {
         );
     }
     // The language filter takes the new names and their extensions.
-    for (language, path) in [("kotlin", "app/src/Engine.kt"), ("hs", "src/Core.hs")] {
+    for (language, path) in [
+        ("kotlin", "app/src/Engine.kt"),
+        ("hs", "src/Core.hs"),
+        ("vue", "web/Cart.vue"),
+    ] {
         let reply = shim.call_tool(
             "search",
-            json!({"query": "start runX", "language": language, "mode": "lexical"}),
+            json!({"query": "start runX priceWithTax", "language": language, "mode": "lexical"}),
         );
         let results = reply["result"]["structuredContent"]["results"]
             .as_array()

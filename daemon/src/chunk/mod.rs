@@ -6,7 +6,7 @@
 /// Bump when chunking or symbols change: indexes made by another version read and chunk
 /// every file again on their next full pass (vectors of unchanged chunk texts are reused
 /// from the embedding cache).
-pub const CHUNKER_VERSION: u64 = 5;
+pub const CHUNKER_VERSION: u64 = 6;
 
 pub mod syntax;
 

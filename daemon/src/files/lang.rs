@@ -9,6 +9,8 @@ const LANGUAGES: &[(&str, &[&str])] = &[
     ("javascript", &["js", "mjs", "cjs", "jsx"]),
     ("typescript", &["ts", "mts", "cts"]),
     ("tsx", &["tsx"]),
+    ("vue", &["vue"]),
+    ("svelte", &["svelte"]),
     ("go", &["go"]),
     ("java", &["java"]),
     ("c", &["c", "h"]),

@@ -8,6 +8,7 @@
 //! neighbours are merged. Every item found is also returned as a [`Symbol`] for `lookup`.
 
 mod builder;
+mod components;
 mod languages;
 mod naming;
 mod walker;
@@ -61,15 +62,19 @@ const MAX_PARSE_BYTES: usize = 1 << 20;
 /// Signatures are cut at this many bytes.
 const MAX_SIGNATURE_BYTES: usize = 300;
 
-/// Languages chunked by syntax (tree-sitter), plus `markdown` (by headings).
+/// Languages chunked by syntax (tree-sitter), plus `markdown` (by headings) and the
+/// single-file components (`vue`, `svelte`: their scripts by syntax).
 pub fn syntax_languages() -> impl Iterator<Item = &'static str> {
     languages::all()
         .map(|spec| spec.name)
-        .chain(std::iter::once("markdown"))
+        .chain(["markdown", "vue", "svelte"])
 }
 
 /// Chunk `text` of the given language.
 pub fn chunk_file(language: &str, text: &str) -> Chunked {
+    if matches!(language, "vue" | "svelte") && text.len() <= MAX_PARSE_BYTES {
+        return components::chunk_component(text);
+    }
     let lines: Vec<&str> = text.lines().collect();
     let mut builder = Builder {
         lines: &lines,
