@@ -94,6 +94,9 @@ pub trait Embedder: Send + Sync {
     fn embed(&self, texts: &[String], purpose: Purpose) -> Result<Vec<Vec<f32>>, EmbedError>;
     /// Where the backend is (for status), e.g. `builtin` or `ollama http://127.0.0.1:11434`.
     fn describe(&self) -> String;
+    /// The daemon's shared cache, for a backend that keeps parts of its own there (the
+    /// built-in one's word vectors). Most ignore it.
+    fn attach_cache(&self, _cache: Arc<cache::SharedCache>) {}
 }
 
 /// Which backend, from `AMANMCP_EMBEDDER`.
@@ -231,7 +234,7 @@ pub struct Embedding {
     query_cache: Mutex<std::collections::VecDeque<(String, Arc<Vec<f32>>)>>,
     /// The daemon's cache shared by all projects, and this model's key in it (attached once
     /// the daemon holds its data directory's lock).
-    shared: std::sync::OnceLock<(cache::SharedCache, u64)>,
+    shared: std::sync::OnceLock<(Arc<cache::SharedCache>, u64)>,
 }
 
 /// Query vectors kept.
@@ -250,7 +253,9 @@ impl Embedding {
 
     /// Share vectors between projects through `cache` (the first one attached stays).
     pub fn attach_shared_cache(&self, cache: cache::SharedCache) {
+        let cache = Arc::new(cache);
         let model = cache::model_key(&self.embedder.model_id());
+        self.embedder.attach_cache(cache.clone());
         let _ = self.shared.set((cache, model));
     }
 

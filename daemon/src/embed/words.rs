@@ -11,11 +11,13 @@
 //! cached by text and shared between projects.
 
 use std::collections::HashMap;
-use std::sync::RwLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use half::f16;
 use rayon::prelude::*;
 
+use super::cache::{SharedCache, model_key};
 use super::{EmbedError, Embedder, Purpose, normalize};
 
 /// Words too common in prose or code to say what a text is about.
@@ -106,6 +108,15 @@ pub struct Words {
     /// New words of queries.
     queries: rayon::ThreadPool,
     batch_size: usize,
+    /// The daemon's shared cache, where word vectors outlive the process, and the key of
+    /// this model's words in it.
+    shared: OnceLock<(Arc<SharedCache>, u64)>,
+    /// Words run through the model (for tests and figures).
+    model_runs: AtomicUsize,
+}
+
+fn word_hash(word: &str) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(word.as_bytes())
 }
 
 impl Words {
@@ -138,6 +149,8 @@ impl Words {
             documents: pool("embed")?,
             queries: pool("query")?,
             batch_size: batch_size.unwrap_or(256),
+            shared: OnceLock::new(),
+            model_runs: AtomicUsize::new(0),
         })
     }
 
@@ -160,12 +173,36 @@ impl Words {
         }
         missing.sort();
         missing.dedup();
-        let learned: Vec<(String, Box<[f16]>)> = pool.install(|| {
+        // Words another run of the daemon learned are in the shared cache.
+        let mut learned: Vec<(String, Box<[f16]>)> = Vec::new();
+        if let Some((cache, model)) = self.shared.get() {
+            let hashes: Vec<u64> = missing.iter().map(|w| word_hash(w)).collect();
+            let cached = cache.get(*model, &hashes);
+            missing.retain(|word| match cached.get(&word_hash(word)) {
+                Some(vector) if vector.len() == self.dims => {
+                    let vector = vector.iter().map(|v| f16::from_f32(*v)).collect();
+                    learned.push(((*word).clone(), vector));
+                    false
+                }
+                _ => true,
+            });
+        }
+        let computed: Vec<(String, Box<[f16]>)> = pool.install(|| {
             missing
                 .into_par_iter()
                 .map(|word| Ok((word.clone(), self.word_vector(word)?)))
                 .collect::<Result<_, EmbedError>>()
         })?;
+        if let Some((cache, model)) = self.shared.get() {
+            let vectors: Vec<(u64, Vec<f32>)> = computed
+                .iter()
+                .map(|(word, v)| (word_hash(word), v.iter().map(|x| x.to_f32()).collect()))
+                .collect();
+            let items: Vec<(u64, &[f32])> =
+                vectors.iter().map(|(h, v)| (*h, v.as_slice())).collect();
+            cache.put(*model, &items);
+        }
+        learned.extend(computed);
         let mut known = self.known.write().unwrap_or_else(|e| e.into_inner());
         if known.len() + learned.len() > MAX_KNOWN_WORDS {
             known.clear();
@@ -176,6 +213,7 @@ impl Words {
 
     /// One word's model vector without its component along the common direction.
     fn word_vector(&self, word: &str) -> Result<Box<[f16]>, EmbedError> {
+        self.model_runs.fetch_add(1, Ordering::Relaxed);
         let vector = self
             .encoder
             .embed(&[word])
@@ -241,6 +279,12 @@ impl Embedder for Words {
     fn describe(&self) -> String {
         "builtin (paraphrase-MiniLM-L3-v2 word vectors, offline)".into()
     }
+
+    fn attach_cache(&self, cache: Arc<SharedCache>) {
+        // The words' own key, apart from the texts' vectors of the same model.
+        let model = model_key(&format!("{}#words", self.model_id));
+        let _ = self.shared.set((cache, model));
+    }
 }
 
 #[cfg(test)]
@@ -291,5 +335,22 @@ mod tests {
         }
         let cos = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
         assert!(cos(&first[0], &first[1]) > cos(&first[2], &first[1]));
+    }
+
+    #[test]
+    fn word_vectors_outlive_the_process_in_the_shared_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Arc::new(SharedCache::open(dir.path(), Some(64)).unwrap());
+        let texts = vec!["fn schedule_task(worker: &Worker) -> Queue".to_string()];
+        let first = Words::new(None).unwrap();
+        first.attach_cache(cache.clone());
+        let vectors = first.embed(&texts, Purpose::Document).unwrap();
+        let runs = first.model_runs.load(Ordering::Relaxed);
+        assert_eq!(runs, words(&texts[0]).len());
+        // A new embedder (a restarted daemon) takes every word from the cache.
+        let second = Words::new(None).unwrap();
+        second.attach_cache(cache);
+        assert_eq!(second.embed(&texts, Purpose::Document).unwrap(), vectors);
+        assert_eq!(second.model_runs.load(Ordering::Relaxed), 0);
     }
 }
