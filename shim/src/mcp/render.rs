@@ -246,23 +246,32 @@ fn render_search(
     out
 }
 
+/// The heading a usage is grouped under: its path, after its project's root if it has one.
+fn usage_place(usage: &pb::Usage) -> String {
+    match &usage.project {
+        Some(project) => format!("{project}: {}", usage.path),
+        None => usage.path.clone(),
+    }
+}
+
 /// A `usages` reply: occurrences grouped by file, definitions first, within `shape`'s token
 /// budget; says how to read on when occurrences are left out.
 pub fn usages_result(reply: &pb::UsagesReply, shape: Shape, offset: u64) -> CallToolResult {
     let mut left = shape.max_tokens.saturating_sub(80);
     let mut fitted: Vec<&pb::Usage> = Vec::new();
-    let mut last_path: Option<&str> = None;
+    let mut last_place: Option<String> = None;
     for usage in &reply.usages {
         let mut cost =
             budget::tokens(&usage.text) + usage.enclosing.as_deref().map_or(0, budget::tokens) + 8;
-        if last_path != Some(usage.path.as_str()) {
-            cost += budget::tokens(&usage.path) + 2;
+        let place = usage_place(usage);
+        if last_place.as_ref() != Some(&place) {
+            cost += budget::tokens(&place) + 2;
         }
         if cost > left && !fitted.is_empty() {
             break;
         }
         left = left.saturating_sub(cost);
-        last_path = Some(&usage.path);
+        last_place = Some(place);
         fitted.push(usage);
     }
     let shown_end = offset + fitted.len() as u64;
@@ -315,15 +324,12 @@ pub fn usages_result(reply: &pb::UsagesReply, shape: Shape, offset: u64) -> Call
             }
         )
     };
-    let mut last_path: Option<String> = None;
+    let mut last_place: Option<String> = None;
     for u in &fitted {
-        let place = match &u.project {
-            Some(project) => format!("{project}: {}", u.path),
-            None => u.path.clone(),
-        };
-        if last_path.as_ref() != Some(&place) {
+        let place = usage_place(u);
+        if last_place.as_ref() != Some(&place) {
             text.push_str(&format!("\n{place}\n"));
-            last_path = Some(place);
+            last_place = Some(place);
         }
         text.push_str(&format!("  {}:{}", u.line, u.column));
         if u.definition {
