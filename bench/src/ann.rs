@@ -107,7 +107,7 @@ pub fn run(options: Options) -> anyhow::Result<()> {
     println!(
         "ann: stored in {stored_secs:.1} s; arroy's trees built in {:.1} s; LMDB {:.1} MB",
         started.elapsed().as_secs_f64(),
-        dir_bytes(dir.path()) as f64 / 1e6
+        amanmcpd::index::lexical::dir_size(dir.path()) as f64 / 1e6
     );
     let queries: Vec<String> = crate::index::QUERIES
         .iter()
@@ -120,18 +120,6 @@ fn text_hash(text: &str) -> u64 {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     text.hash(&mut hasher);
     hasher.finish()
-}
-
-fn dir_bytes(dir: &Path) -> u64 {
-    std::fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .flatten()
-                .filter_map(|e| e.metadata().ok())
-                .map(|m| m.len())
-                .sum()
-        })
-        .unwrap_or(0)
 }
 
 /// Up to `limit` windows of text from the files under `dirs`, in a stable order.

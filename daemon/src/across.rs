@@ -41,9 +41,7 @@ pub fn projects(
         roots.extend(indexed.iter().filter(|r| r.is_dir()).cloned());
     } else {
         for name in named {
-            let path = std::path::Path::new(name)
-                .canonicalize()
-                .unwrap_or_else(|_| PathBuf::from(name));
+            let path = crate::index::named_root(name);
             if !indexed.contains(&path) {
                 return Err(UserError::InvalidArgument {
                     name: "projects",
@@ -85,13 +83,17 @@ pub fn search(
     let mut total = 0;
     let mut first: Option<SearchOutcome> = None;
     for project in projects {
-        let outcome = project.search(&each)?;
+        let mut outcome = project.search(&each)?;
         total += outcome.total;
         let root = project.root().to_string_lossy().to_string();
-        merged.extend(outcome.hits.iter().cloned().map(|hit| ProjectHit {
-            project: root.clone(),
-            hit,
-        }));
+        merged.extend(
+            std::mem::take(&mut outcome.hits)
+                .into_iter()
+                .map(|hit| ProjectHit {
+                    project: root.clone(),
+                    hit,
+                }),
+        );
         first.get_or_insert(outcome);
     }
     merged.sort_by(|a, b| b.hit.score.total_cmp(&a.hit.score));
@@ -121,7 +123,7 @@ pub fn usages(
     let mut found: Option<UsagesFound> = None;
     let (mut files, mut definitions, mut complete) = (0, 0, true);
     for project in projects {
-        let each = project.usages(&UsagesParams {
+        let mut each = project.usages(&UsagesParams {
             offset: 0,
             limit: usize::MAX,
             ..params.clone()
@@ -130,7 +132,11 @@ pub fn usages(
         files += each.files;
         definitions += each.definitions;
         complete &= each.complete;
-        all.extend(each.usages.iter().cloned().map(|u| (root.clone(), u)));
+        all.extend(
+            std::mem::take(&mut each.usages)
+                .into_iter()
+                .map(|u| (root.clone(), u)),
+        );
         found.get_or_insert(each);
     }
     let mut found = found.ok_or_else(|| UserError::InvalidArgument {

@@ -109,13 +109,20 @@ impl Registry {
     /// Every project with an index under the data directory: root, bytes on disk, whether
     /// it is loaded. Sorted by root.
     pub fn indexed(&self) -> Vec<(PathBuf, u64, bool)> {
-        let loaded = self.projects.lock().unwrap_or_else(|e| e.into_inner());
+        // The loaded roots, then the lock is let go: measuring directories takes a while.
+        let loaded: std::collections::HashSet<PathBuf> = self
+            .projects
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .keys()
+            .cloned()
+            .collect();
         crate::index::indexed_roots(&self.data_dir)
             .into_iter()
             .map(|root| {
                 let dir = crate::index::project_dir(&self.data_dir, &root);
                 let bytes = crate::index::lexical::dir_size(&dir);
-                let is_loaded = loaded.contains_key(&root);
+                let is_loaded = loaded.contains(&root);
                 (root, bytes, is_loaded)
             })
             .collect()

@@ -86,6 +86,14 @@ fn search_mode(mode: &str) -> Result<SearchMode, Error> {
     })
 }
 
+/// Each item's project root (cross-project answers), then `None` for ever (the others).
+fn with_projects(projects: Vec<String>) -> impl Iterator<Item = Option<String>> {
+    projects
+        .into_iter()
+        .map(Some)
+        .chain(std::iter::repeat(None))
+}
+
 /// `projects`: each hit's project root, for cross-project searches.
 fn search_reply(outcome: crate::project::SearchOutcome, projects: Vec<String>) -> pb::SearchReply {
     let (semantic_used, vectors_complete, semantic_unavailable) = match outcome.semantic {
@@ -100,12 +108,7 @@ fn search_reply(outcome: crate::project::SearchOutcome, projects: Vec<String>) -
         results: outcome
             .hits
             .into_iter()
-            .zip(
-                projects
-                    .into_iter()
-                    .map(Some)
-                    .chain(std::iter::repeat(None)),
-            )
+            .zip(with_projects(projects))
             .map(|(hit, project)| pb::SearchHit {
                 project,
                 path: hit.path,
@@ -332,12 +335,7 @@ impl amanmcp_proto::Daemon for RpcService {
             usages: found
                 .usages
                 .into_iter()
-                .zip(
-                    projects
-                        .into_iter()
-                        .map(Some)
-                        .chain(std::iter::repeat(None)),
-                )
+                .zip(with_projects(projects))
                 .map(|(u, project)| pb::Usage {
                     project,
                     path: u.path,
@@ -514,17 +512,12 @@ impl amanmcp_proto::Daemon for RpcService {
             let mut roots: Vec<std::path::PathBuf> = req
                 .roots
                 .iter()
-                .map(|r| {
-                    let path = std::path::Path::new(r);
-                    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
-                })
+                .map(|r| crate::index::named_root(r))
                 .collect();
             if req.missing {
                 roots.extend(
-                    registry
-                        .indexed()
+                    crate::index::indexed_roots(registry.data_dir())
                         .into_iter()
-                        .map(|(root, _, _)| root)
                         .filter(|root| !root.is_dir()),
                 );
             }

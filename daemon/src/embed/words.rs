@@ -154,7 +154,8 @@ impl Words {
         })
     }
 
-    /// Run the model on each word not known yet, and keep the vectors.
+    /// Keep the vector of each word not known yet: from the shared cache if it has it, else
+    /// from the model (then offered to the cache).
     fn learn(
         &self,
         texts: &[HashMap<String, u32>],

@@ -101,6 +101,13 @@ pub fn record_root(dir: &Path, root: &Path) -> std::io::Result<()> {
     std::fs::rename(partial, path)
 }
 
+/// A project root as a request names it: canonical when it exists, else as given (a
+/// deleted checkout is still named by the path it had).
+pub fn named_root(name: &str) -> PathBuf {
+    let path = Path::new(name);
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
+}
+
 /// The roots of every project with an index under `data_dir`, sorted.
 pub fn indexed_roots(data_dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(data_dir.join("projects")) else {

@@ -322,10 +322,7 @@ impl Searcher<'_> {
             }
             .into());
         }
-        let paths = match params.path_glob.as_deref().filter(|g| !g.is_empty()) {
-            Some(glob) => Some(self.paths_matching(glob)?),
-            None => None,
-        };
+        let paths = self.paths_matching(params.path_glob.as_deref())?;
         let language = match params.language.as_deref().map(str::trim) {
             None | Some("") => None,
             Some(given) => Some(
@@ -343,7 +340,11 @@ impl Searcher<'_> {
         Ok(Filters { paths, language })
     }
 
-    fn paths_matching(&self, glob: &str) -> Result<Vec<String>, Error> {
+    /// The indexed paths matching `glob` (`None` when there is no glob, or it is empty).
+    fn paths_matching(&self, glob: Option<&str>) -> Result<Option<Vec<String>>, Error> {
+        let Some(glob) = glob.filter(|g| !g.is_empty()) else {
+            return Ok(None);
+        };
         let pattern = if glob.ends_with('/') {
             format!("{glob}**")
         } else {
@@ -358,10 +359,12 @@ impl Searcher<'_> {
             })?
             .compile_matcher();
         let files = self.index.store.all_files()?;
-        Ok(files
-            .into_keys()
-            .filter(|path| matcher.is_match(path))
-            .collect())
+        Ok(Some(
+            files
+                .into_keys()
+                .filter(|path| matcher.is_match(path))
+                .collect(),
+        ))
     }
 }
 

@@ -7,7 +7,7 @@
 //! declaration's lines) and which symbol encloses each use. Definitions come first, then
 //! uses grouped by file in path order.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 
 use super::Searcher;
 use crate::error::{Error, UserError};
@@ -82,8 +82,9 @@ fn bare_name(name: &str) -> Result<&str, Error> {
         .rsplit(['.', ':', '#', '\\', '/'])
         .next()
         .unwrap_or_default()
-        .trim_start_matches("->");
-    let bare = bare.rsplit("->").next().unwrap_or(bare);
+        .rsplit("->")
+        .next()
+        .unwrap_or_default();
     if bare.is_empty() || !bare.chars().all(is_identifier_char) {
         return Err(UserError::InvalidArgument {
             name: "name",
@@ -157,10 +158,7 @@ impl Searcher<'_> {
     /// Where `params.name` is defined and used (see the module docs).
     pub fn usages(&self, params: &UsagesParams) -> Result<UsagesFound, Error> {
         let name = bare_name(&params.name)?;
-        let paths = match params.path_glob.as_deref().filter(|g| !g.is_empty()) {
-            Some(glob) => Some(self.paths_matching(glob)?),
-            None => None,
-        };
+        let paths = self.paths_matching(params.path_glob.as_deref())?;
         let hits = self.index.lexical.chunks_with_word(
             &name.to_lowercase(),
             paths.as_deref(),
@@ -185,12 +183,12 @@ impl Searcher<'_> {
         }
         let mut definitions = Vec::new();
         let mut uses = Vec::new();
-        let mut files = HashSet::new();
+        let mut files = 0;
         for (path, (language, lines)) in by_file {
             if lines.is_empty() {
                 continue;
             }
-            files.insert(path.clone());
+            files += 1;
             let symbols = self.index.store.symbols_of(&path)?;
             for (line, (column, text)) in lines {
                 let defined = symbols.iter().find(|s| declares(s, name, line, &text));
@@ -223,7 +221,7 @@ impl Searcher<'_> {
             name: name.to_string(),
             usages,
             total,
-            files: files.len(),
+            files,
             definitions: n_definitions,
             complete,
         })
