@@ -22,6 +22,17 @@ struct Args {
     /// Directory for indexes (default: $AMANMCP_DATA_DIR or the per-user data directory).
     #[arg(long)]
     data_dir: Option<PathBuf>,
+    /// Serve MCP over Streamable HTTP on this address (loopback only), e.g. 127.0.0.1:8765.
+    /// Default: `[http] listen` in amanmcp.toml (`amanctl http enable`), else off.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<std::net::SocketAddr>,
+    /// Do not serve HTTP, whatever the settings say.
+    #[arg(long, conflicts_with = "http")]
+    no_http: bool,
+    /// Let the HTTP endpoint listen on a non-loopback address and answer any Host (the token
+    /// is still required).
+    #[arg(long)]
+    http_allow_remote: bool,
 }
 
 fn main() -> ExitCode {
@@ -51,14 +62,15 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
-    let socket_path = match args.socket {
+    let socket_path = match args.socket.clone() {
         Some(path) => std::path::absolute(path)?,
         None => amanmcp_proto::endpoint::socket_path()?,
     };
-    let data_dir = match args.data_dir {
+    let data_dir = match args.data_dir.clone() {
         Some(path) => std::path::absolute(path)?,
         None => amanmcp_proto::endpoint::data_dir()?,
     };
+    let http = http_options(&args, &socket_path)?;
     raise_fd_limit();
     let idle_secs: u64 = std::env::var("AMANMCP_IDLE_UNLOAD_SECS")
         .ok()
@@ -97,8 +109,34 @@ fn run(args: Args) -> anyhow::Result<()> {
         .enable_all()
         .max_blocking_threads((cores * 4).max(8))
         .build()?;
-    runtime.block_on(server::run(config))?;
+    runtime.block_on(server::run_with(config, || match &http {
+        Some(options) => amanmcp::http::bind(options)
+            .map(Some)
+            .map_err(|e| e.to_string()),
+        None => Ok(None),
+    }))?;
     Ok(())
+}
+
+/// The HTTP endpoint's options: `--http`, else the settings file, unless `--no-http`.
+fn http_options(
+    args: &Args,
+    socket: &std::path::Path,
+) -> anyhow::Result<Option<amanmcp::http::HttpOptions>> {
+    if args.no_http {
+        return Ok(None);
+    }
+    let config_dir = amanmcp_proto::endpoint::config_dir()?;
+    let listen = match args.http {
+        Some(addr) => Some(addr),
+        None => amanmcp::http::settings::configured_listen(&config_dir)?,
+    };
+    Ok(listen.map(|listen| amanmcp::http::HttpOptions {
+        listen,
+        allow_remote: args.http_allow_remote,
+        socket: socket.to_path_buf(),
+        config_dir,
+    }))
 }
 
 /// Raise the soft limit on open files to the hard limit: every project holds LMDB and tantivy

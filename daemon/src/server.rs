@@ -71,6 +71,9 @@ pub enum ServerError {
         #[source]
         source: std::io::Error,
     },
+    /// A front end started beside the socket (the HTTP endpoint) could not start.
+    #[error("{0}")]
+    Front(String),
     /// The gRPC server failed.
     #[error("gRPC server failed: {0}")]
     Transport(#[from] tonic::transport::Error),
@@ -136,6 +139,18 @@ fn take_lock(lock_path: &Path) -> Result<File, ServerError> {
 
 /// Run the daemon until SIGTERM/SIGINT or a Shutdown RPC.
 pub async fn run(config: Config) -> Result<(), ServerError> {
+    run_with(config, || Ok(None::<std::future::Ready<()>>)).await
+}
+
+/// [`run`], with a front end started once the daemon holds its locks and listens: `front`
+/// binds (its error stops the daemon at start) and returns what serves it, which runs until
+/// the daemon stops. The daemon knows nothing of what it serves (the binary passes the
+/// HTTP endpoint).
+pub async fn run_with<F, Fut>(config: Config, front: F) -> Result<(), ServerError>
+where
+    F: FnOnce() -> Result<Option<Fut>, String>,
+    Fut: Future<Output = ()> + Send + 'static,
+{
     let socket_dir = config
         .socket_path
         .parent()
@@ -192,6 +207,13 @@ pub async fn run(config: Config) -> Result<(), ServerError> {
         shutdown.clone(),
     );
     tracing::info!(socket = %config.socket_path.display(), pid = std::process::id(), "amanmcpd listening");
+    let front = match front() {
+        Ok(front) => front.map(tokio::spawn),
+        Err(message) => {
+            let _ = std::fs::remove_file(&config.socket_path);
+            return Err(ServerError::Front(message));
+        }
+    };
     let result = tonic::transport::Server::builder()
         .add_service(
             DaemonServer::new(service)
@@ -200,6 +222,9 @@ pub async fn run(config: Config) -> Result<(), ServerError> {
         )
         .serve_with_incoming_shutdown(incoming, shutdown_signal(shutdown))
         .await;
+    if let Some(front) = front {
+        front.abort();
+    }
     let _ = std::fs::remove_file(&config.socket_path);
     tracing::info!("amanmcpd stopped");
     result.map_err(ServerError::from)

@@ -3,6 +3,7 @@
 //! Socket: `$AMANMCP_SOCKET`, else `<runtime dir>/amanmcp/amanmcpd.sock` (XDG_RUNTIME_DIR on
 //! Linux), else `<tmp>/amanmcp-<uid>/amanmcpd.sock`. The socket's directory must be 0700 and
 //! owned by the user. Data: `$AMANMCP_DATA_DIR`, else the per-user data directory.
+//! Settings: `$AMANMCP_CONFIG_DIR`, else the per-user configuration directory.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -15,6 +16,8 @@ use crate::DaemonClient;
 pub const SOCKET_ENV: &str = "AMANMCP_SOCKET";
 /// Environment variable that overrides the data directory.
 pub const DATA_DIR_ENV: &str = "AMANMCP_DATA_DIR";
+/// Environment variable that overrides the configuration directory.
+pub const CONFIG_DIR_ENV: &str = "AMANMCP_CONFIG_DIR";
 
 /// Errors locating or dialling the daemon.
 #[derive(Debug, thiserror::Error)]
@@ -92,6 +95,17 @@ pub fn data_dir() -> Result<PathBuf, EndpointError> {
     project_dirs()
         .map(|d| d.data_dir().to_path_buf())
         .ok_or(EndpointError::NoUserDir(DATA_DIR_ENV))
+}
+
+/// The per-user configuration directory: settings (`amanmcp.toml`) and the HTTP endpoint's
+/// token. `$AMANMCP_CONFIG_DIR`, else the platform's (`~/.config/amanmcp` on Linux).
+pub fn config_dir() -> Result<PathBuf, EndpointError> {
+    if let Some(path) = std::env::var_os(CONFIG_DIR_ENV).filter(|p| !p.is_empty()) {
+        return Ok(absolute(PathBuf::from(path)));
+    }
+    project_dirs()
+        .map(|d| d.config_dir().to_path_buf())
+        .ok_or(EndpointError::NoUserDir(CONFIG_DIR_ENV))
 }
 
 fn absolute(path: PathBuf) -> PathBuf {

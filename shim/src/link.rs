@@ -48,6 +48,8 @@ impl From<Status> for LinkError {
 pub struct DaemonLink {
     socket: PathBuf,
     client: Mutex<Option<DaemonClient<Channel>>>,
+    /// Start a daemon when none answers (false inside the daemon itself).
+    may_start: bool,
 }
 
 impl DaemonLink {
@@ -56,6 +58,16 @@ impl DaemonLink {
         DaemonLink {
             socket,
             client: Mutex::new(None),
+            may_start: true,
+        }
+    }
+
+    /// A link from inside the daemon to its own socket (the HTTP endpoint): it redials but
+    /// never starts another daemon.
+    pub fn within_daemon(socket: PathBuf) -> Self {
+        DaemonLink {
+            may_start: false,
+            ..DaemonLink::new(socket)
         }
     }
 
@@ -94,6 +106,7 @@ impl DaemonLink {
         }
         let client = match endpoint::connect(&self.socket).await {
             Ok(client) => client,
+            Err(e) if !self.may_start => return Err(LinkError::Unreachable(e.to_string())),
             Err(_) => {
                 let started = start_daemon(&self.socket)
                     .map_err(|e| LinkError::Unreachable(e.to_string()))?;

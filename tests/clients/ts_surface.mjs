@@ -1,9 +1,12 @@
 #!/usr/bin/env node
 // Drive `amanmcp serve` with the official MCP TypeScript SDK (@modelcontextprotocol/sdk).
 // Usage: node ts_surface.mjs SHIM PROJECT
+// With AMANMCP_TEST_HTTP_URL (and AMANMCP_TEST_HTTP_TOKEN) set, the same checks run over the
+// daemon's Streamable HTTP endpoint (URL?project=PROJECT) instead of the stdio shim.
 // Prints one line per check; exits 1 on the first failure.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { EmptyResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -18,12 +21,17 @@ function check(cond, what, detail = '') {
 }
 const sleep = ms => new Promise(r => setTimeout(r, ms));
 
-const transport = new StdioClientTransport({
-  command: shim,
-  args: ['serve', '--project', project],
-  env: process.env, // the SDK default passes only a few variables
-  stderr: 'inherit',
-});
+const httpUrl = process.env.AMANMCP_TEST_HTTP_URL;
+const transport = httpUrl
+  ? new StreamableHTTPClientTransport(new URL(`${httpUrl}?project=${encodeURIComponent(project)}`), {
+      requestInit: { headers: { Authorization: `Bearer ${process.env.AMANMCP_TEST_HTTP_TOKEN}` } },
+    })
+  : new StdioClientTransport({
+      command: shim,
+      args: ['serve', '--project', project],
+      env: process.env, // the SDK default passes only a few variables
+      stderr: 'inherit',
+    });
 const client = new Client({ name: 'amanmcp-ts-test', version: '0' });
 await client.connect(transport);
 const caps = client.getServerCapabilities();

@@ -4,6 +4,7 @@
 mod across;
 mod budget;
 mod daemon;
+mod http;
 mod index;
 mod lookup;
 mod mcp;

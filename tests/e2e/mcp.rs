@@ -45,9 +45,9 @@ fn python_sdk_client_finds_a_function_by_a_word_from_its_body() {
     assert_eq!(env.project_roots(), [root.to_str().unwrap()], "{status}");
 }
 
-#[test]
-fn python_sdk_client_uses_resources_prompts_logging_and_reindex() {
-    let env = TestEnv::new();
+/// The project the surface scripts drive: enough files for resources to take several pages,
+/// a secret that must not be served, and a file outside the project.
+pub(crate) fn surface_project(env: &TestEnv) -> std::path::PathBuf {
     let mut files: Vec<(String, String)> = vec![
         ("app/auth.py".into(), AUTH_PY.into()),
         (".env".into(), "KEY=1\n".into()),
@@ -64,16 +64,28 @@ fn python_sdk_client_uses_resources_prompts_logging_and_reindex() {
         .collect();
     let root = env.project("surface", &files);
     std::fs::write(env.path().join("projects/outside.txt"), "not yours").unwrap();
+    root
+}
+
+/// The project the TypeScript surface script drives.
+pub(crate) fn ts_project(env: &TestEnv) -> std::path::PathBuf {
+    env.project(
+        "tsproj",
+        &[("app/auth.py", AUTH_PY), ("src/lib.rs", LIB_RS)],
+    )
+}
+
+#[test]
+fn python_sdk_client_uses_resources_prompts_logging_and_reindex() {
+    let env = TestEnv::new();
+    let root = surface_project(&env);
     env.run_client(&python(), "py_surface.py", &root, &[], None);
 }
 
 #[test]
 fn typescript_sdk_client_drives_every_tool_resource_and_prompt() {
     let env = TestEnv::new();
-    let root = env.project(
-        "tsproj",
-        &[("app/auth.py", AUTH_PY), ("src/lib.rs", LIB_RS)],
-    );
+    let root = ts_project(&env);
     env.run_client(&node(), "ts_surface.mjs", &root, &[], None);
 }
 

@@ -4,6 +4,7 @@
 //! ([`FakeEmbedServer`], the only stand-in allowed).
 
 mod fake_embed;
+mod http;
 mod shim;
 
 use std::path::{Path, PathBuf};
@@ -14,6 +15,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 pub use fake_embed::{FAKE_DIMS, FakeEmbedServer, FakeEmbedState, fake_embedding};
+pub use http::{HttpReply, free_loopback_addr, http_request};
 pub use shim::Shim;
 
 /// Directory holding the built binaries: `$AMANMCP_BIN_DIR`, else the directory of this
@@ -228,8 +230,18 @@ impl TestEnv {
 
     /// Like [`TestEnv::start_daemon`], with extra environment variables.
     pub fn start_daemon_with(&self, vars: &[(&str, &str)]) -> Child {
+        self.start_daemon_full(&[], vars)
+    }
+
+    /// Like [`TestEnv::start_daemon`], with extra arguments.
+    pub fn start_daemon_args(&self, args: &[&str]) -> Child {
+        self.start_daemon_full(args, &[])
+    }
+
+    fn start_daemon_full(&self, args: &[&str], vars: &[(&str, &str)]) -> Child {
         let child = self
             .command("amanmcpd")
+            .args(args)
             .envs(vars.iter().copied())
             .stderr(Stdio::null())
             .spawn()
@@ -266,8 +278,22 @@ impl TestEnv {
         extra: &[&str],
         cwd: Option<&Path>,
     ) {
+        self.run_client_env(interpreter, script, root, extra, cwd, &[]);
+    }
+
+    /// [`TestEnv::run_client`] with extra environment variables for the script.
+    pub fn run_client_env(
+        &self,
+        interpreter: &Path,
+        script: &str,
+        root: &Path,
+        extra: &[&str],
+        cwd: Option<&Path>,
+        vars: &[(&str, String)],
+    ) {
         let mut command = Command::new(interpreter);
         self.apply(&mut command);
+        command.envs(vars.iter().map(|(k, v)| (*k, v.as_str())));
         if let Some(cwd) = cwd {
             command.current_dir(cwd);
         }

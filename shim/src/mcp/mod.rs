@@ -78,6 +78,23 @@ pub struct AmanServer {
     log_level: Arc<std::sync::Mutex<LoggingLevel>>,
 }
 
+/// The project an HTTP request names (`/mcp?project=PATH`, canonical), put in the request's
+/// extensions by the HTTP endpoint.
+#[derive(Debug, Clone)]
+pub struct RequestProject(pub PathBuf);
+
+/// What a tool or resource call says when the session serves no project yet.
+const NO_PROJECT: &str = "this session has no project: connect to /mcp?project=/path/to/project \
+or declare the project as a root";
+
+fn request_project(extensions: &rmcp::model::Extensions) -> Option<PathBuf> {
+    let parts = extensions.get::<axum::http::request::Parts>()?;
+    parts
+        .extensions
+        .get::<RequestProject>()
+        .map(|project| project.0.clone())
+}
+
 fn level_rank(level: LoggingLevel) -> u8 {
     match level {
         LoggingLevel::Debug => 0,
@@ -109,6 +126,34 @@ impl AmanServer {
 
     async fn root(&self) -> String {
         self.root_path().await.to_string_lossy().into_owned()
+    }
+
+    /// Serve the project an HTTP request names, if this session has none yet. True when the
+    /// request names one.
+    async fn adopt_request_project(&self, extensions: &rmcp::model::Extensions) -> bool {
+        let Some(path) = request_project(extensions) else {
+            return false;
+        };
+        let mut root = self.root.write().await;
+        if root.as_os_str().is_empty() {
+            *root = path;
+            drop(root);
+            let warm = self.clone();
+            tokio::spawn(async move { warm.warm_up().await });
+        }
+        true
+    }
+
+    /// The session's project, taken from the request when it has none yet; `Err` when there
+    /// is none at all (an HTTP session that named no project and declared no roots).
+    async fn require_root(&self, extensions: &rmcp::model::Extensions) -> Result<(), String> {
+        if self.root_path().await.as_os_str().is_empty() {
+            self.adopt_request_project(extensions).await;
+        }
+        match self.root_path().await.as_os_str().is_empty() {
+            true => Err(NO_PROJECT.to_string()),
+            false => Ok(()),
+        }
     }
 
     /// Ask the daemon to load the project (starting the daemon if needed). Used at startup,
@@ -158,6 +203,9 @@ impl ServerHandler for AmanServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let args = request.arguments.clone().unwrap_or_default();
+        if let Err(message) = self.require_root(&context.extensions).await {
+            return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into());
+        }
         let started = std::time::Instant::now();
         let outcome = match request.name.as_ref() {
             "search" => self.search(&args).await,
@@ -195,7 +243,8 @@ impl ServerHandler for AmanServer {
         request: rmcp::model::InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
-        if !self.explicit_root && request.capabilities.roots.is_some() {
+        let named = self.adopt_request_project(&context.extensions).await;
+        if !named && !self.explicit_root && request.capabilities.roots.is_some() {
             // No tool call may run before the client's roots are known (they come after
             // `initialized`); hold the root until then.
             let guard = self.root.clone().write_owned().await;
@@ -246,24 +295,33 @@ impl ServerHandler for AmanServer {
     async fn list_resources(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
+        self.require_root(&context.extensions)
+            .await
+            .map_err(|message| McpError::invalid_request(message, None))?;
         self.resource_page(request.and_then(|r| r.cursor)).await
     }
 
     async fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
+        self.require_root(&context.extensions)
+            .await
+            .map_err(|message| McpError::invalid_request(message, None))?;
         Ok(self.resource_templates().await)
     }
 
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
+        self.require_root(&context.extensions)
+            .await
+            .map_err(|message| McpError::invalid_request(message, None))?;
         self.read_uri(request.uri).await
     }
 

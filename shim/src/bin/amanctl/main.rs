@@ -1,9 +1,10 @@
 //! `amanctl`: diagnostics and set-up for amanmcp. `amanctl status [--json]`, `amanctl stop`,
 //! `amanctl search QUERY [PATH]`, `amanctl logs [-n N] [--follow]`,
 //! `amanctl setup claude|cursor|vscode|codex`, `amanctl doctor`, `amanctl service`,
-//! `amanctl projects [forget ROOT...]`, `amanctl gc`.
+//! `amanctl projects [forget ROOT...]`, `amanctl gc`, `amanctl http enable|disable|status|token`.
 
 mod doctor;
+mod http;
 mod logs;
 mod mcp;
 mod projects;
@@ -108,6 +109,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The daemon's MCP-over-HTTP endpoint (off by default): enable, disable, status, token.
+    Http {
+        #[command(subcommand)]
+        command: http::HttpCommand,
+    },
     /// Check or use the MCP servers a project configures for Claude Code (`.mcp.json`) and
     /// Cursor (`.cursor/mcp.json`).
     Mcp {
@@ -188,6 +194,7 @@ fn main() -> ExitCode {
                     projects::forget(roots, false, json || j).await
                 }
             },
+            Command::Http { command } => http::http(command).await,
             Command::Gc { json } => projects::forget(Vec::new(), true, json).await,
             Command::Mcp { command } => match command {
                 McpCommand::Check { path, timeout } => mcp::mcp_check(path, timeout).await,

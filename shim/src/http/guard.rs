@@ -1,0 +1,231 @@
+//! Every HTTP request passes here before it reaches MCP, the status page or the metrics, in
+//! this order: a loopback `Host` (DNS-rebinding defence), an `Origin`, when a browser sends
+//! one, that is this server's own, and the bearer token. Each refusal is a 4xx whose body
+//! says what was wrong and how to get it right.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+/// The cookie the status page's own requests carry the token in (set when the page is
+/// opened with `?token=`).
+pub const TOKEN_COOKIE: &str = "amanmcp_token";
+
+/// What a request is checked against.
+pub struct Guard {
+    /// The bearer token.
+    pub token: String,
+    /// Where the token is kept (named in refusals).
+    pub token_path: PathBuf,
+    /// Accept any `Host` (the user bound a non-loopback address on purpose).
+    pub any_host: bool,
+}
+
+/// A refused request: the status and the reason.
+#[derive(Debug)]
+pub struct Refusal(pub StatusCode, pub String);
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        let mut response = (self.0, format!("{}\n", self.1)).into_response();
+        if self.0 == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"amanmcp\""),
+            );
+        }
+        response
+    }
+}
+
+/// The axum middleware: judge the request, pass it on or refuse it.
+pub async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
+    match guard.judge(request.headers(), request.uri()) {
+        Ok(()) => next.run(request).await,
+        Err(refusal) => {
+            tracing::info!(status = refusal.0.as_u16(), reason = %refusal.1, uri = %request.uri(), "http request refused");
+            refusal.into_response()
+        }
+    }
+}
+
+/// `localhost`, `127.0.0.1` or `[::1]`, with or without a port.
+pub fn is_loopback_authority(authority: &str) -> bool {
+    let host = match authority.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or(""),
+        None => authority.split(':').next().unwrap_or(""),
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+impl Guard {
+    /// Check one request's headers (and, for the status page's token, its query).
+    pub fn judge(&self, headers: &HeaderMap, uri: &axum::http::Uri) -> Result<(), Refusal> {
+        let forbidden = |message: String| Err(Refusal(StatusCode::FORBIDDEN, message));
+        let host = headers
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .or_else(|| uri.authority().map(|a| a.as_str()))
+            .unwrap_or("");
+        if !self.any_host && !is_loopback_authority(host) {
+            return forbidden(format!(
+                "Host `{host}` refused: this endpoint answers only localhost, 127.0.0.1 and [::1] \
+                 (a defence against DNS rebinding)"
+            ));
+        }
+        if let Some(origin) = headers.get(header::ORIGIN) {
+            let origin = origin.to_str().unwrap_or("");
+            let own = origin
+                .strip_prefix("http://")
+                .is_some_and(|rest| rest.eq_ignore_ascii_case(host));
+            if !own {
+                return forbidden(format!(
+                    "Origin `{origin}` refused: only pages served by this endpoint (http://{host}) may call it"
+                ));
+            }
+        }
+        let presented = bearer(headers)
+            .or_else(|| cookie(headers, TOKEN_COOKIE))
+            .or_else(|| status_page_token(uri));
+        match presented {
+            None => Err(Refusal(
+                StatusCode::UNAUTHORIZED,
+                format!(
+                    "missing token: send `Authorization: Bearer <token>`; the token is in {} \
+                     (`amanctl http token` prints it)",
+                    self.token_path.display()
+                ),
+            )),
+            Some(given) if !same_secret(given.as_bytes(), self.token.as_bytes()) => Err(Refusal(
+                StatusCode::UNAUTHORIZED,
+                format!(
+                    "wrong token: the token is in {} (`amanctl http token` prints it)",
+                    self.token_path.display()
+                ),
+            )),
+            Some(_) => Ok(()),
+        }
+    }
+}
+
+fn bearer(headers: &HeaderMap) -> Option<String> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim().to_string())
+}
+
+fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .find_map(|pair| {
+            let (key, value) = pair.trim().split_once('=')?;
+            (key == name).then(|| value.to_string())
+        })
+}
+
+/// `?token=` is accepted only by the status page itself (a browser cannot send a header
+/// when the user opens a link); the page then keeps it in a same-site cookie.
+fn status_page_token(uri: &axum::http::Uri) -> Option<String> {
+    if uri.path() != "/status" {
+        return None;
+    }
+    uri.query()?
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("token="))
+        .map(str::to_string)
+}
+
+/// Compare secrets in time independent of where they differ.
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn guard() -> Guard {
+        Guard {
+            token: "secret".into(),
+            token_path: PathBuf::from("/cfg/http-token"),
+            any_host: false,
+        }
+    }
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.append(*name, HeaderValue::from_str(value).unwrap());
+        }
+        map
+    }
+
+    fn status(pairs: &[(&'static str, &str)], uri: &str) -> u16 {
+        match guard().judge(&headers(pairs), &uri.parse().unwrap()) {
+            Ok(()) => 200,
+            Err(Refusal(code, _)) => code.as_u16(),
+        }
+    }
+
+    #[test]
+    fn loopback_hosts_only() {
+        for host in ["localhost:8765", "127.0.0.1:1", "[::1]:9", "LOCALHOST"] {
+            assert!(is_loopback_authority(host), "{host}");
+        }
+        for host in [
+            "evil.example:8765",
+            "10.0.0.1",
+            "localhost.evil.example",
+            "127.evil.example",
+            "",
+        ] {
+            assert!(!is_loopback_authority(host), "{host}");
+        }
+    }
+
+    #[test]
+    fn each_check_refuses_with_its_own_status() {
+        let auth = ("authorization", "Bearer secret");
+        assert_eq!(status(&[("host", "127.0.0.1:8765"), auth], "/mcp"), 200);
+        assert_eq!(
+            status(&[("host", "attacker.example:8765"), auth], "/mcp"),
+            403
+        );
+        let cross = ("origin", "http://attacker.example");
+        assert_eq!(
+            status(&[("host", "127.0.0.1:8765"), cross, auth], "/mcp"),
+            403
+        );
+        let own = ("origin", "http://127.0.0.1:8765");
+        assert_eq!(
+            status(&[("host", "127.0.0.1:8765"), own, auth], "/mcp"),
+            200
+        );
+        assert_eq!(status(&[("host", "127.0.0.1:8765")], "/mcp"), 401);
+        let wrong = ("authorization", "Bearer secreT");
+        assert_eq!(status(&[("host", "127.0.0.1:8765"), wrong], "/mcp"), 401);
+    }
+
+    #[test]
+    fn the_query_token_opens_the_status_page_only() {
+        let host = ("host", "localhost:8765");
+        assert_eq!(status(&[host], "/status?token=secret"), 200);
+        assert_eq!(status(&[host], "/mcp?token=secret"), 401);
+        assert_eq!(
+            status(&[host, ("cookie", "a=b; amanmcp_token=secret")], "/metrics"),
+            200
+        );
+    }
+}

@@ -1,0 +1,191 @@
+//! The daemon's HTTP endpoint, off unless the user turns it on (`amanmcpd --http ADDR`, or
+//! `amanctl http enable`, which writes [`settings`]). It serves MCP over Streamable HTTP at
+//! `/mcp?project=PATH` with the very server the stdio shim runs ([`crate::mcp::AmanServer`],
+//! one per `Mcp-Session-Id`), which reaches the daemon through its own socket, so stdio and
+//! HTTP answer alike.
+//!
+//! Security, as the MCP transport spec asks: loopback addresses only unless the user says
+//! otherwise, and every request through [`guard`] (loopback `Host`, own `Origin`, bearer
+//! token).
+
+pub mod guard;
+pub mod settings;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::Request;
+use axum::http::StatusCode;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+
+use crate::link::DaemonLink;
+use crate::mcp::{AmanServer, RequestProject};
+use guard::{Guard, Refusal};
+
+/// How the endpoint is set up.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// Where to listen.
+    pub listen: SocketAddr,
+    /// Accept a non-loopback address (and any `Host`); the token is still required.
+    pub allow_remote: bool,
+    /// The daemon's socket, which the MCP sessions call.
+    pub socket: PathBuf,
+    /// The configuration directory holding the token.
+    pub config_dir: PathBuf,
+}
+
+/// Why the endpoint could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    /// A non-loopback address without `allow_remote`.
+    #[error(
+        "refusing to serve HTTP on {0}: not a loopback address (use 127.0.0.1 or [::1], or \
+         pass --http-allow-remote to let other machines connect)"
+    )]
+    NotLoopback(SocketAddr),
+    /// The address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The token could not be read or made.
+    #[error(transparent)]
+    Settings(#[from] settings::SettingsError),
+}
+
+/// Bind the endpoint now (so a taken port fails the daemon's start) and return the future
+/// that serves it. Call from inside a tokio runtime.
+pub fn bind(options: &HttpOptions) -> Result<impl Future<Output = ()> + Send + 'static, HttpError> {
+    if !options.listen.ip().is_loopback() && !options.allow_remote {
+        return Err(HttpError::NotLoopback(options.listen));
+    }
+    let bind_err = |source| HttpError::Bind {
+        addr: options.listen,
+        source,
+    };
+    let listener = std::net::TcpListener::bind(options.listen).map_err(bind_err)?;
+    listener.set_nonblocking(true).map_err(bind_err)?;
+    let listener = tokio::net::TcpListener::from_std(listener).map_err(bind_err)?;
+    let guard = Arc::new(Guard {
+        token: settings::token(&options.config_dir)?,
+        token_path: options.config_dir.join(settings::TOKEN_FILE),
+        any_host: options.allow_remote,
+    });
+    let app = router(options, guard);
+    tracing::info!(listen = %options.listen, "HTTP endpoint listening (MCP at /mcp)");
+    Ok(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            tracing::error!(error = %e, "HTTP endpoint stopped");
+        }
+    })
+}
+
+fn router(options: &HttpOptions, guard: Arc<Guard>) -> Router {
+    let link = Arc::new(DaemonLink::within_daemon(options.socket.clone()));
+    let mut config = StreamableHttpServerConfig::default();
+    if options.allow_remote {
+        config = config.disable_allowed_hosts();
+    }
+    let mcp = StreamableHttpService::new(
+        move || Ok(AmanServer::new(link.clone(), PathBuf::new(), false)),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    Router::new()
+        .nest_service("/mcp", mcp)
+        .layer(middleware::from_fn(name_project))
+        .layer(middleware::from_fn_with_state(guard, guard::check))
+}
+
+/// `?project=PATH` on `/mcp`: an existing directory, absolute, made canonical and handed to
+/// the MCP session in the request's extensions.
+async fn name_project(mut request: Request, next: Next) -> Response {
+    if let Some(query) = request
+        .uri()
+        .query()
+        .filter(|_| request.uri().path() == "/mcp")
+    {
+        match project_from_query(query) {
+            Ok(Some(path)) => {
+                request.extensions_mut().insert(RequestProject(path));
+            }
+            Ok(None) => {}
+            Err(message) => return Refusal(StatusCode::BAD_REQUEST, message).into_response(),
+        }
+    }
+    next.run(request).await
+}
+
+fn project_from_query(query: &str) -> Result<Option<PathBuf>, String> {
+    let Some(raw) = query
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("project="))
+    else {
+        return Ok(None);
+    };
+    let text = percent_decode(raw).ok_or("project: not valid percent-encoded UTF-8")?;
+    let path = Path::new(&text);
+    if !path.is_absolute() {
+        return Err(format!("project `{text}`: give an absolute path"));
+    }
+    match path.canonicalize() {
+        Ok(path) if path.is_dir() => Ok(Some(path)),
+        _ => Err(format!("project `{text}`: no such directory")),
+    }
+}
+
+/// `%XX` escapes and `+` (a space, as forms write it) decoded; `None` for a broken escape
+/// or bytes that are not UTF-8.
+fn percent_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' => {
+                let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            byte => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn project_paths_are_decoded_absolute_and_existing() {
+        let dir = tempfile::tempdir().unwrap();
+        let spaced = dir.path().join("my project");
+        std::fs::create_dir(&spaced).unwrap();
+        let encoded = spaced.to_str().unwrap().replace(' ', "%20");
+        let found = project_from_query(&format!("a=b&project={encoded}")).unwrap();
+        assert_eq!(found, Some(spaced.canonicalize().unwrap()));
+        assert_eq!(project_from_query("other=1").unwrap(), None);
+        assert!(project_from_query("project=relative/dir").is_err());
+        assert!(project_from_query("project=/no/such/dir/here").is_err());
+        assert!(project_from_query("project=%zz").is_err());
+        assert!(project_from_query("project=%ff").is_err());
+    }
+}

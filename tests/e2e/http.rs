@@ -1,0 +1,236 @@
+//! The daemon's Streamable HTTP endpoint: the official SDKs' HTTP clients over the same
+//! surface as stdio, every refusal the MCP transport spec asks for, and `amanctl http`.
+
+use std::process::Child;
+
+use std::time::{Duration, Instant};
+
+use amanmcp_tests::{HttpReply, TestEnv, free_loopback_addr, http_request, node, python};
+use serde_json::json;
+
+use crate::mcp::{surface_project, ts_project};
+
+const ACCEPT: (&str, &str) = ("Accept", "application/json, text/event-stream");
+const JSON: (&str, &str) = ("Content-Type", "application/json");
+
+fn initialize_body() -> String {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw-http-test", "version": "0"}}})
+    .to_string()
+}
+
+/// The daemon's exit status, waiting at most 20 s (it is killed after that).
+fn exit_within(child: &mut Child) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+#[test]
+fn python_sdk_streamable_http_client_drives_the_same_surface_as_stdio() {
+    let env = TestEnv::new();
+    let root = surface_project(&env);
+    let (mut daemon, addr, token) = env.start_http_daemon();
+    let vars = TestEnv::http_client_vars(addr, &token);
+    env.run_client_env(&python(), "py_surface.py", &root, &[], None, &vars);
+    env.stop_daemon();
+    daemon.wait().unwrap();
+}
+
+#[test]
+fn typescript_sdk_streamable_http_client_drives_the_same_surface_as_stdio() {
+    let env = TestEnv::new();
+    let root = ts_project(&env);
+    let (mut daemon, addr, token) = env.start_http_daemon();
+    let vars = TestEnv::http_client_vars(addr, &token);
+    env.run_client_env(&node(), "ts_surface.mjs", &root, &[], None, &vars);
+    env.stop_daemon();
+    daemon.wait().unwrap();
+}
+
+#[test]
+fn the_http_endpoint_refuses_what_it_must_and_says_why() {
+    let env = TestEnv::new();
+    let root = env.project("web", &[("app.py", "def handler():\n    return 1\n")]);
+    let (mut daemon, addr, token) = env.start_http_daemon();
+    let bearer = format!("Bearer {token}");
+    let auth = ("Authorization", bearer.as_str());
+    let project = format!("/mcp?project={}", root.display());
+    let post = |path: &str, headers: &[(&str, &str)], body: &str| -> HttpReply {
+        http_request(addr, "POST", path, headers, body)
+    };
+    let body = initialize_body();
+
+    let reply = post(&project, &[ACCEPT, JSON], &body);
+    assert_eq!(reply.status, 401, "{reply:?}");
+    assert!(
+        reply
+            .header("www-authenticate")
+            .is_some_and(|v| v.starts_with("Bearer"))
+    );
+    assert!(reply.body.contains("amanctl http token"), "{reply:?}");
+
+    let reply = post(
+        &project,
+        &[ACCEPT, JSON, ("Authorization", "Bearer nope")],
+        &body,
+    );
+    assert_eq!(reply.status, 401, "{reply:?}");
+    assert!(reply.body.contains("wrong token"), "{reply:?}");
+
+    let evil_origin = ("Origin", "http://attacker.example");
+    let reply = post(&project, &[ACCEPT, JSON, auth, evil_origin], &body);
+    assert_eq!(reply.status, 403, "{reply:?}");
+    assert!(reply.body.contains("Origin"), "{reply:?}");
+
+    // DNS rebinding: the attacker's name resolves to 127.0.0.1, the browser sends it as Host.
+    let evil_host = format!("attacker.example:{}", addr.port());
+    let reply = post(&project, &[ACCEPT, JSON, auth, ("Host", &evil_host)], &body);
+    assert_eq!(reply.status, 403, "{reply:?}");
+    assert!(reply.body.contains("Host"), "{reply:?}");
+
+    for bad in [
+        "/mcp?project=relative/dir",
+        "/mcp?project=/no/such/dir/anywhere",
+    ] {
+        let reply = post(bad, &[ACCEPT, JSON, auth], &body);
+        assert_eq!(reply.status, 400, "{bad}: {reply:?}");
+        assert!(reply.body.contains("project"), "{reply:?}");
+    }
+
+    // A page served by this endpoint may call it.
+    let own_origin = format!("http://{addr}");
+    let reply = post(
+        &project,
+        &[ACCEPT, JSON, auth, ("Origin", &own_origin)],
+        &body,
+    );
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert!(reply.body.contains("\"serverInfo\""), "{reply:?}");
+    assert!(reply.header("mcp-session-id").is_some(), "{reply:?}");
+
+    // An unknown session is 404, as the spec says.
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string();
+    let stale = ("Mcp-Session-Id", "no-such-session");
+    let reply = post("/mcp", &[ACCEPT, JSON, auth, stale], &call);
+    assert_eq!(reply.status, 404, "{reply:?}");
+
+    // A session that names no project (and declares no roots) is told how to name one.
+    let reply = post("/mcp", &[ACCEPT, JSON, auth], &body);
+    assert_eq!(reply.status, 200, "{reply:?}");
+    let session = reply
+        .header("mcp-session-id")
+        .expect("session id")
+        .to_string();
+    let session = ("Mcp-Session-Id", session.as_str());
+    let version = ("MCP-Protocol-Version", "2025-11-25");
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+    let reply = post(
+        "/mcp",
+        &[ACCEPT, JSON, auth, session, version],
+        &initialized,
+    );
+    assert_eq!(reply.status, 202, "{reply:?}");
+    let search = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                        "params": {"name": "search", "arguments": {"query": "handler"}}})
+    .to_string();
+    let reply = post("/mcp", &[ACCEPT, JSON, auth, session, version], &search);
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert!(reply.body.contains("has no project"), "{reply:?}");
+    assert!(reply.body.contains("\"isError\":true"), "{reply:?}");
+    env.stop_daemon();
+    daemon.wait().unwrap();
+}
+
+#[test]
+fn the_daemon_listens_on_loopback_only_and_fails_clearly_when_it_cannot() {
+    let env = TestEnv::new();
+    let port = free_loopback_addr().port();
+    let wide = format!("0.0.0.0:{port}");
+    let child = env
+        .command("amanmcpd")
+        .args(["--http", &wide])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("not a loopback address"), "{stderr}");
+
+    // A taken port stops the daemon at start, and says which.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken_addr = taken.local_addr().unwrap().to_string();
+    let mut child = env
+        .command("amanmcpd")
+        .args(["--http", &taken_addr])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = exit_within(&mut child).expect("the daemon should exit when its port is taken");
+    assert!(!status.success());
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(
+        stderr.contains(&format!("cannot listen on {taken_addr}")),
+        "{stderr}"
+    );
+    assert!(env.daemon_pid().is_none(), "no daemon stays behind");
+    drop(taken);
+}
+
+#[test]
+fn amanctl_http_enable_serves_http_from_the_next_daemon_start() {
+    let env = TestEnv::new();
+    let port = free_loopback_addr().port();
+    let enabled = env.amanctl(&["http", "enable", "--port", &port.to_string(), "--json"]);
+    assert!(enabled.ok(), "{}", enabled.text());
+    let enabled: serde_json::Value = serde_json::from_str(&enabled.stdout).unwrap();
+    assert_eq!(enabled["listen"], format!("127.0.0.1:{port}"));
+    let refused = env.amanctl(&["http", "enable", "--address", "192.0.2.1"]);
+    assert!(
+        !refused.ok() && refused.text().contains("not a loopback"),
+        "{}",
+        refused.text()
+    );
+
+    let mut daemon = env.start_daemon();
+    let status = env.amanctl(&["http", "status", "--json"]);
+    let status: serde_json::Value = serde_json::from_str(&status.stdout).unwrap();
+    assert_eq!(status["enabled"], true, "{status}");
+    assert_eq!(status["serving"], true, "{status}");
+    let token = env.amanctl(&["http", "token"]).stdout.trim().to_string();
+    let addr = format!("127.0.0.1:{port}").parse().unwrap();
+    let bearer = format!("Bearer {token}");
+    let reply = http_request(
+        addr,
+        "POST",
+        "/mcp",
+        &[ACCEPT, JSON, ("Authorization", &bearer)],
+        &initialize_body(),
+    );
+    assert_eq!(reply.status, 200, "{reply:?}");
+    env.stop_daemon();
+    daemon.wait().unwrap();
+
+    let disabled = env.amanctl(&["http", "disable"]);
+    assert!(disabled.ok(), "{}", disabled.text());
+    let mut daemon = env.start_daemon();
+    let status = env.amanctl(&["http", "status", "--json"]);
+    let status: serde_json::Value = serde_json::from_str(&status.stdout).unwrap();
+    assert_eq!(status["enabled"], false, "{status}");
+    assert!(
+        std::net::TcpStream::connect(addr).is_err(),
+        "nothing listens after disable"
+    );
+    env.stop_daemon();
+    daemon.wait().unwrap();
+}
