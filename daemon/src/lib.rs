@@ -5,7 +5,7 @@
 //! [`index`] (one project's storage and the pipeline that fills it), [`embed`] (embedders
 //! and the embedding worker), [`search`] (query analysis, fusion, ranking, lookup),
 //! [`watch`], [`project`] (one loaded project), [`registry`], [`across`] (one query over
-//! several projects), [`rpc`] (the only module
+//! several projects), [`metrics`] (counts and gauges in Prometheus' format), [`rpc`] (the only module
 //! that knows protobuf) and [`server`].
 
 pub mod across;
@@ -14,6 +14,7 @@ pub mod embed;
 pub mod error;
 pub mod files;
 pub mod index;
+pub mod metrics;
 pub mod project;
 pub mod registry;
 pub mod rpc;

@@ -23,16 +23,24 @@ const DEFAULT_LIMIT: usize = 10;
 /// State shared by every RPC.
 pub struct RpcService {
     registry: Arc<Registry>,
+    metrics: Arc<crate::metrics::Metrics>,
     started: Instant,
     socket_path: String,
     shutdown: Arc<Notify>,
 }
 
 impl RpcService {
-    /// A service over `registry`; `shutdown` is notified by the Shutdown RPC.
-    pub fn new(registry: Arc<Registry>, socket_path: String, shutdown: Arc<Notify>) -> Self {
+    /// A service over `registry`; `shutdown` is notified by the Shutdown RPC; `metrics` is
+    /// what the server's [`crate::metrics::RpcMetricsLayer`] counts.
+    pub fn new(
+        registry: Arc<Registry>,
+        metrics: Arc<crate::metrics::Metrics>,
+        socket_path: String,
+        shutdown: Arc<Notify>,
+    ) -> Self {
         RpcService {
             registry,
+            metrics,
             started: Instant::now(),
             socket_path,
             shutdown,
@@ -197,6 +205,18 @@ impl amanmcp_proto::Daemon for RpcService {
             socket_path: self.socket_path.clone(),
             data_dir: self.registry.data_dir().to_string_lossy().into_owned(),
             projects: projects.into_iter().map(project_status_to_pb).collect(),
+            rss_bytes: crate::metrics::resident_bytes().unwrap_or(0),
+        }))
+    }
+
+    async fn metrics(
+        &self,
+        _request: Request<pb::MetricsRequest>,
+    ) -> Result<Response<pb::MetricsReply>, Status> {
+        let registry = self.registry.clone();
+        let projects = blocking(move || Ok(registry.statuses())).await?;
+        Ok(Response::new(pb::MetricsReply {
+            text: self.metrics.render(&projects),
         }))
     }
 

@@ -201,8 +201,10 @@ where
         config.search,
     );
     let shutdown = Arc::new(Notify::new());
+    let metrics = Arc::new(crate::metrics::Metrics::default());
     let service = RpcService::new(
         registry,
+        metrics.clone(),
         config.socket_path.to_string_lossy().into_owned(),
         shutdown.clone(),
     );
@@ -215,6 +217,7 @@ where
         }
     };
     let result = tonic::transport::Server::builder()
+        .layer(crate::metrics::RpcMetricsLayer(metrics))
         .add_service(
             DaemonServer::new(service)
                 .max_decoding_message_size(64 << 20)

@@ -234,3 +234,58 @@ fn amanctl_http_enable_serves_http_from_the_next_daemon_start() {
     env.stop_daemon();
     daemon.wait().unwrap();
 }
+
+#[test]
+fn the_status_page_follows_a_project_live_in_headless_chromium() {
+    let env = TestEnv::new();
+    let root = env.project("watched", &[("app.py", "def handler():\n    return 1\n")]);
+    let (mut daemon, addr, token) = env.start_http_daemon();
+    let indexed = env.amanctl_on(&root, &["index"]);
+    assert!(indexed.ok(), "{}", indexed.text());
+
+    // Without the token neither the page's data nor the metrics are served.
+    for path in ["/status", "/status.json", "/metrics"] {
+        let reply = http_request(addr, "GET", path, &[], "");
+        assert_eq!(reply.status, 401, "{path}: {reply:?}");
+    }
+
+    let artifacts = amanmcp_tests::bin_dir().join("test-artifacts");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let shot = artifacts.join("status-page.png");
+    let _ = std::fs::remove_file(&shot);
+    let url = format!("http://{addr}/status?token={token}");
+    let args = [url.as_str(), shot.to_str().unwrap()];
+    env.run_client(&node(), "browser_status.mjs", &root, &args, None);
+    let png = std::fs::read(&shot).expect("the screenshot is kept");
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 5_000,
+        "{} bytes",
+        png.len()
+    );
+
+    // The metrics count what the page and amanctl asked, and show the project.
+    let bearer = format!("Bearer {token}");
+    let reply = http_request(addr, "GET", "/metrics", &[("Authorization", &bearer)], "");
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert!(
+        reply
+            .header("content-type")
+            .is_some_and(|t| t.starts_with("text/plain"))
+    );
+    let root_label = root.to_str().unwrap();
+    for expected in [
+        "amanmcp_rpc_requests_total{method=\"Status\",outcome=\"ok\"}".to_string(),
+        "amanmcp_rpc_duration_seconds_bucket{method=\"OpenProject\",le=\"+Inf\"}".to_string(),
+        format!("amanmcp_project_files{{project=\"{root_label}\"}} 2"),
+        format!("amanmcp_project_ready{{project=\"{root_label}\"}} 1"),
+        "# TYPE amanmcp_daemon_resident_bytes gauge".to_string(),
+    ] {
+        assert!(
+            reply.body.contains(&expected),
+            "{expected} missing:\n{}",
+            reply.body
+        );
+    }
+    env.stop_daemon();
+    daemon.wait().unwrap();
+}

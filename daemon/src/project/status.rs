@@ -43,6 +43,8 @@ pub struct ProjectStatus {
     pub notice: Option<String>,
     /// How changes are noticed.
     pub watch: String,
+    /// Directories watched for changes (0 when polling or off).
+    pub watched_dirs: u64,
     /// Semantic search, when an embedder is configured.
     pub vectors: Option<VectorStatus>,
 }
@@ -124,6 +126,10 @@ impl Project {
                 WatchMode::Events => format!("events ({} directories)", self.watch.watched()),
                 WatchMode::Polling(why) => format!("polling: {why}"),
                 WatchMode::Off => "off".into(),
+            },
+            watched_dirs: match self.watch.mode() {
+                WatchMode::Events => self.watch.watched() as u64,
+                _ => 0,
             },
             vectors,
         }

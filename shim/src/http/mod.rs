@@ -2,13 +2,14 @@
 //! `amanctl http enable`, which writes [`settings`]). It serves MCP over Streamable HTTP at
 //! `/mcp?project=PATH` with the very server the stdio shim runs ([`crate::mcp::AmanServer`],
 //! one per `Mcp-Session-Id`), which reaches the daemon through its own socket, so stdio and
-//! HTTP answer alike.
+//! HTTP answer alike; and [`pages`]: `/status` (a live page), `/status.json`, `/metrics`.
 //!
 //! Security, as the MCP transport spec asks: loopback addresses only unless the user says
 //! otherwise, and every request through [`guard`] (loopback `Host`, own `Origin`, bearer
 //! token).
 
 pub mod guard;
+mod pages;
 pub mod settings;
 
 use std::net::SocketAddr;
@@ -20,6 +21,7 @@ use axum::extract::Request;
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
+use axum::routing::get;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
@@ -82,7 +84,7 @@ pub fn bind(options: &HttpOptions) -> Result<impl Future<Output = ()> + Send + '
         any_host: options.allow_remote,
     });
     let app = router(options, guard);
-    tracing::info!(listen = %options.listen, "HTTP endpoint listening (MCP at /mcp)");
+    tracing::info!(listen = %options.listen, "HTTP endpoint listening (MCP at /mcp, /status, /metrics)");
     Ok(async move {
         if let Err(e) = axum::serve(listener, app).await {
             tracing::error!(error = %e, "HTTP endpoint stopped");
@@ -96,13 +98,20 @@ fn router(options: &HttpOptions, guard: Arc<Guard>) -> Router {
     if options.allow_remote {
         config = config.disable_allowed_hosts();
     }
+    let session_link = link.clone();
     let mcp = StreamableHttpService::new(
-        move || Ok(AmanServer::new(link.clone(), PathBuf::new(), false)),
+        move || Ok(AmanServer::new(session_link.clone(), PathBuf::new(), false)),
         Arc::new(LocalSessionManager::default()),
         config,
     );
+    let pages = Router::new()
+        .route("/status", get(pages::page))
+        .route("/status.json", get(pages::status_json))
+        .route("/metrics", get(pages::metrics))
+        .with_state(link);
     Router::new()
         .nest_service("/mcp", mcp)
+        .merge(pages)
         .layer(middleware::from_fn(name_project))
         .layer(middleware::from_fn_with_state(guard, guard::check))
 }
