@@ -48,6 +48,15 @@ impl RpcService {
     }
 }
 
+/// The version the Status RPC reports: the package's, unless `AMANMCP_TEST_REPORT_VERSION`
+/// says otherwise (the version-handshake test plays an older daemon with it).
+fn reported_version() -> String {
+    std::env::var("AMANMCP_TEST_REPORT_VERSION")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_string())
+}
+
 /// Longest error message sent back: it travels in an HTTP/2 header (`grpc-message`), and a
 /// message echoing a huge argument would break the connection instead of reporting.
 const MAX_STATUS_MESSAGE: usize = 1024;
@@ -199,7 +208,7 @@ impl amanmcp_proto::Daemon for RpcService {
         let registry = self.registry.clone();
         let projects = blocking(move || Ok(registry.statuses())).await?;
         Ok(Response::new(pb::StatusReply {
-            version: env!("CARGO_PKG_VERSION").to_string(),
+            version: reported_version(),
             pid: std::process::id(),
             uptime_ms: self.started.elapsed().as_millis() as u64,
             socket_path: self.socket_path.clone(),

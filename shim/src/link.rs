@@ -50,6 +50,8 @@ pub struct DaemonLink {
     client: Mutex<Option<DaemonClient<Channel>>>,
     /// Start a daemon when none answers (false inside the daemon itself).
     may_start: bool,
+    /// Whether the running daemon's version was compared with ours yet.
+    version_checked: std::sync::atomic::AtomicBool,
 }
 
 impl DaemonLink {
@@ -59,6 +61,7 @@ impl DaemonLink {
             socket,
             client: Mutex::new(None),
             may_start: true,
+            version_checked: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -105,6 +108,14 @@ impl DaemonLink {
             return Ok(client.clone());
         }
         let client = match endpoint::connect(&self.socket).await {
+            Ok(client)
+                if self.may_start
+                    && !self
+                        .version_checked
+                        .swap(true, std::sync::atomic::Ordering::Relaxed) =>
+            {
+                self.replace_if_older(client).await?
+            }
             Ok(client) => client,
             Err(e) if !self.may_start => return Err(LinkError::Unreachable(e.to_string())),
             Err(_) => {
@@ -115,6 +126,41 @@ impl DaemonLink {
         };
         *guard = Some(client.clone());
         Ok(client)
+    }
+
+    /// The version handshake: a daemon older than this shim (an upgrade installed new
+    /// binaries while the old daemon ran) is asked to stop, which it does cleanly (writers
+    /// joined, indexes kept), and a new one is started in its place. A daemon that does not
+    /// say its version, or is as new, is kept.
+    async fn replace_if_older(
+        &self,
+        mut client: DaemonClient<Channel>,
+    ) -> Result<DaemonClient<Channel>, LinkError> {
+        let status =
+            tokio::time::timeout(Duration::from_secs(5), client.status(pb::StatusRequest {})).await;
+        let Ok(Ok(reply)) = status else {
+            return Ok(client);
+        };
+        let reply = reply.into_inner();
+        if !older(&reply.version, env!("CARGO_PKG_VERSION")) {
+            return Ok(client);
+        }
+        tracing::warn!(
+            daemon = %reply.version,
+            shim = env!("CARGO_PKG_VERSION"),
+            "the running amanmcpd is older than this shim; restarting it"
+        );
+        let _ = client.shutdown(pb::ShutdownRequest {}).await;
+        drop(client);
+        // Its locks go with the process: wait for it to end before starting the new one.
+        let deadline = Instant::now() + START_TIMEOUT;
+        // SAFETY: kill with signal 0 only checks that the process exists.
+        while unsafe { libc::kill(reply.pid as i32, 0) } == 0 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let started =
+            start_daemon(&self.socket).map_err(|e| LinkError::Unreachable(e.to_string()))?;
+        self.wait_for_daemon(started).await
     }
 
     /// Wait for the daemon just started to answer. If it exits first (other than because
@@ -165,6 +211,20 @@ impl DaemonLink {
         })
         .await
     }
+}
+
+/// Whether version `a` is older than `b` (dotted numbers compared in order; anything after
+/// a `-` or `+` ignored; a part that is not a number counts as 0).
+pub fn older(a: &str, b: &str) -> bool {
+    let parts = |v: &str| -> Vec<u64> {
+        v.split(['-', '+'])
+            .next()
+            .unwrap_or("")
+            .split('.')
+            .map(|p| p.parse().unwrap_or(0))
+            .collect()
+    };
+    parts(a) < parts(b)
 }
 
 /// The wire index state as a word: `indexing`, `ready` or `error`.
@@ -264,5 +324,21 @@ impl Started {
         } else {
             format!(" (its log {}: {})", self.log.display(), tail.join("; "))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::older;
+
+    #[test]
+    fn versions_compare_part_by_part() {
+        assert!(older("0.1.0", "0.2.0"));
+        assert!(older("0.9.9", "0.10.0"));
+        assert!(older("0.1.0", "0.1.0.1"));
+        assert!(!older("0.1.0", "0.1.0"));
+        assert!(!older("1.0.0", "0.9.0"));
+        assert!(!older("0.1.0-dev", "0.1.0"));
+        assert!(older("", "0.1.0"));
     }
 }

@@ -456,3 +456,34 @@ fn amanctl_logs_prints_the_end_of_the_daemon_log() {
     assert!(after.ok(), "{}", after.text());
     assert!(!after.stdout.trim().is_empty());
 }
+
+#[test]
+fn a_shim_newer_than_the_running_daemon_restarts_it_and_keeps_the_index() {
+    let env = TestEnv::new();
+    let root = env.project(
+        "upgrade",
+        &[("a.py", "def alpha_upgrade():\n    return 1\n")],
+    );
+    // The running daemon says it is older than the binaries now installed.
+    let mut old = env.start_daemon_with(&[("AMANMCP_TEST_REPORT_VERSION", "0.0.1")]);
+    let indexed = env.amanctl_on(&root, &["index"]);
+    assert!(indexed.ok(), "{}", indexed.text());
+    let old_pid = old.id() as i32;
+
+    let mut shim = amanmcp_tests::Shim::start(&env, &root);
+    shim.initialize();
+    shim.search_until("alpha_upgrade", "a.py");
+    let exit = old.wait().unwrap();
+    assert!(exit.success(), "the old daemon stops cleanly: {exit:?}");
+    let new_pid = env.daemon_pid().expect("a new daemon runs");
+    assert_ne!(new_pid, old_pid);
+    let (_, status) = env.status();
+    assert_eq!(status["version"], env!("CARGO_PKG_VERSION"), "{status}");
+    // The index was kept: the new daemon's first pass re-chunked no file.
+    env.verify_ok(&root, "after the restart");
+    let project = env.project_status();
+    assert!(project["passes"].as_u64() >= Some(1), "{project}");
+    assert_eq!(project["last_pass_changed"], 0, "{project}");
+    shim.close(Duration::from_secs(10));
+    env.stop_daemon();
+}

@@ -172,8 +172,10 @@ impl TestEnv {
             .expect("run amanctl");
         let value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
             panic!(
-                "amanctl status --json printed invalid JSON ({e}): {}",
-                String::from_utf8_lossy(&out.stdout)
+                "amanctl status --json printed invalid JSON ({e}): {}\nstderr: {}\nexit: {:?}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr),
+                out.status
             )
         });
         (out.status.success(), value)
