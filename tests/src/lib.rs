@@ -362,14 +362,22 @@ impl TestEnv {
 
 impl Drop for TestEnv {
     fn drop(&mut self) {
-        // Stop whatever daemon this test started (it is detached from the test process).
+        // Stop whatever daemon this test started (it is detached from the test process). A
+        // daemon still starting (shims race to start one) takes the lock once the holder is
+        // gone, so look again after each kill.
         let lock = amanmcp_proto::endpoint::socket_lock_path(&self.socket());
-        if let Some(pid) = std::fs::read_to_string(lock)
-            .ok()
-            .and_then(|s| s.trim().parse::<i32>().ok())
-        {
+        for _ in 0..10 {
+            let Some(pid) = std::fs::read_to_string(&lock)
+                .ok()
+                .and_then(|s| s.trim().parse::<i32>().ok())
+            else {
+                return;
+            };
             // SAFETY: kill has no memory-safety preconditions.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
+            if unsafe { libc::kill(pid, libc::SIGKILL) } != 0 {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
         }
     }
 }

@@ -7,6 +7,7 @@ mod doctor;
 mod http;
 mod logs;
 mod mcp;
+mod progress;
 mod projects;
 mod search;
 mod service;
@@ -353,22 +354,14 @@ async fn index(path: Option<std::path::PathBuf>, no_wait: bool) -> ExitCode {
     // An embedder that keeps failing does not hold the command forever: keyword search is
     // ready, and the vectors come once the embedder answers.
     let failing_since = std::cell::Cell::new(None::<std::time::Instant>);
+    let progress = std::cell::RefCell::new(progress::Progress::new());
     let followed = status::follow(
         &link,
         status,
         Duration::from_millis(200),
         |s| no_wait || state_name(s.state) != "indexing",
         |s| {
-            match &s.vectors {
-                Some(v) if s.passes > 0 => eprint!(
-                    "\r  {}/{} files, {}/{} chunks embedded",
-                    s.files_done,
-                    s.files_total,
-                    v.embedded,
-                    v.embedded + v.pending
-                ),
-                _ => eprint!("\r  {}/{} files", s.files_done, s.files_total),
-            }
+            progress.borrow_mut().show(&s);
             let failing = s.passes > 0
                 && s.vectors
                     .as_ref()
@@ -395,9 +388,7 @@ async fn index(path: Option<std::path::PathBuf>, no_wait: bool) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    if !no_wait {
-        eprintln!();
-    }
+    progress.borrow().finish();
     println!(
         "{}: {} files, {} chunks, index {} (source {}) in {:.1}s",
         state_name(status.state),
