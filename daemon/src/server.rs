@@ -1,5 +1,6 @@
 //! The daemon's front door: the private socket directory, the single-instance lock, the Unix
-//! socket that serves only its owner, and the gRPC server's lifetime.
+//! socket that serves only its owner (bound here, or passed by systemd's socket activation),
+//! and the gRPC server's lifetime.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -173,12 +174,18 @@ where
         }
     }
 
-    // We hold the lock, so any socket file left here is stale.
-    let _ = std::fs::remove_file(&config.socket_path);
-    let listener = UnixListener::bind(&config.socket_path)
-        .map_err(io_err("cannot bind", &config.socket_path))?;
-    std::fs::set_permissions(&config.socket_path, std::fs::Permissions::from_mode(0o600))
-        .map_err(io_err("cannot chmod", &config.socket_path))?;
+    let (listener, own_socket) = match activated_listener(&config.socket_path)? {
+        Some(listener) => (listener, false),
+        None => {
+            // We hold the lock, so any socket file left here is stale.
+            let _ = std::fs::remove_file(&config.socket_path);
+            let listener = UnixListener::bind(&config.socket_path)
+                .map_err(io_err("cannot bind", &config.socket_path))?;
+            std::fs::set_permissions(&config.socket_path, std::fs::Permissions::from_mode(0o600))
+                .map_err(io_err("cannot chmod", &config.socket_path))?;
+            (listener, true)
+        }
+    };
 
     // SAFETY: getuid has no preconditions.
     let uid = unsafe { libc::getuid() };
@@ -212,7 +219,9 @@ where
     let front = match front() {
         Ok(front) => front.map(tokio::spawn),
         Err(message) => {
-            let _ = std::fs::remove_file(&config.socket_path);
+            if own_socket {
+                let _ = std::fs::remove_file(&config.socket_path);
+            }
             return Err(ServerError::Front(message));
         }
     };
@@ -228,9 +237,48 @@ where
     if let Some(front) = front {
         front.abort();
     }
-    let _ = std::fs::remove_file(&config.socket_path);
+    // An activated socket belongs to the service manager, which keeps listening on it.
+    if own_socket {
+        let _ = std::fs::remove_file(&config.socket_path);
+    }
     tracing::info!("amanmcpd stopped");
     result.map_err(ServerError::from)
+}
+
+/// The listening socket the service manager passed (systemd socket activation: one file
+/// descriptor, 3, with `LISTEN_FDS=1` and `LISTEN_PID` naming this process), if any.
+fn activated_listener(socket: &Path) -> Result<Option<UnixListener>, ServerError> {
+    use std::os::fd::FromRawFd;
+    const FIRST_FD: i32 = 3;
+    let var = |name| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.trim().parse::<u32>().ok())
+    };
+    if var("LISTEN_FDS") != Some(1) || var("LISTEN_PID") != Some(std::process::id()) {
+        return Ok(None);
+    }
+    // SAFETY: the service manager hands this process descriptor 3 (LISTEN_PID names it), and
+    // nothing else in the daemon opens or owns it; fstat only reads into the struct given.
+    let is_socket = unsafe {
+        let mut stat: libc::stat = std::mem::zeroed();
+        libc::fstat(FIRST_FD, &mut stat) == 0 && stat.st_mode & libc::S_IFMT == libc::S_IFSOCK
+    };
+    if !is_socket {
+        tracing::warn!("LISTEN_FDS set but descriptor 3 is not a socket; binding our own");
+        return Ok(None);
+    }
+    // SAFETY: as above; from here the listener owns descriptor 3.
+    let listener = unsafe { std::os::unix::net::UnixListener::from_raw_fd(FIRST_FD) };
+    // SAFETY: fcntl on a descriptor we own.
+    unsafe { libc::fcntl(FIRST_FD, libc::F_SETFD, libc::FD_CLOEXEC) };
+    listener
+        .set_nonblocking(true)
+        .map_err(io_err("cannot use the activated socket", socket))?;
+    let listener = UnixListener::from_std(listener)
+        .map_err(io_err("cannot use the activated socket", socket))?;
+    tracing::info!("listening on the socket the service manager passed (socket activation)");
+    Ok(Some(listener))
 }
 
 async fn shutdown_signal(shutdown: Arc<Notify>) {

@@ -12,6 +12,9 @@ pub struct Service {
     pub path: PathBuf,
     /// Its content.
     pub content: String,
+    /// A socket unit beside it, where the platform offers socket activation (systemd): the
+    /// manager listens on the daemon's socket and starts the daemon on the first connection.
+    pub socket_unit: Option<(PathBuf, String)>,
     /// Commands that enable and start it.
     pub install: Vec<Vec<String>>,
     /// Commands that stop and disable it.
@@ -47,6 +50,7 @@ pub fn service(daemon: &Path, home: &Path) -> Service {
 </plist>
 "#
             ),
+            socket_unit: None,
             install: vec![vec![
                 "launchctl".into(),
                 "bootstrap".into(),
@@ -66,12 +70,15 @@ pub fn service(daemon: &Path, home: &Path) -> Service {
             path,
         }
     } else {
+        let units = home.join(".config/systemd/user");
         Service {
-            path: home.join(".config/systemd/user/amanmcpd.service"),
+            path: units.join("amanmcpd.service"),
             content: format!(
                 "# Written by `amanctl service install`; `amanctl service uninstall` removes it.\n\
                  [Unit]\n\
                  Description=amanmcp code search daemon\n\
+                 Requires=amanmcpd.socket\n\
+                 After=amanmcpd.socket\n\
                  \n\
                  [Service]\n\
                  ExecStart={daemon}\n\
@@ -81,8 +88,26 @@ pub fn service(daemon: &Path, home: &Path) -> Service {
                  [Install]\n\
                  WantedBy=default.target\n"
             ),
+            // The daemon's default socket (`$XDG_RUNTIME_DIR/amanmcp/amanmcpd.sock`), in a
+            // private directory, owner only, as the daemon would make it.
+            socket_unit: Some((
+                units.join("amanmcpd.socket"),
+                "# Written by `amanctl service install`; `amanctl service uninstall` removes it.\n\
+                 [Unit]\n\
+                 Description=amanmcp code search daemon socket\n\
+                 \n\
+                 [Socket]\n\
+                 ListenStream=%t/amanmcp/amanmcpd.sock\n\
+                 SocketMode=0600\n\
+                 DirectoryMode=0700\n\
+                 \n\
+                 [Install]\n\
+                 WantedBy=sockets.target\n"
+                    .to_string(),
+            )),
             install: vec![
                 words(&["systemctl", "--user", "daemon-reload"]),
+                words(&["systemctl", "--user", "enable", "--now", "amanmcpd.socket"]),
                 words(&["systemctl", "--user", "enable", "--now", "amanmcpd.service"]),
             ],
             uninstall: vec![
@@ -92,6 +117,7 @@ pub fn service(daemon: &Path, home: &Path) -> Service {
                     "disable",
                     "--now",
                     "amanmcpd.service",
+                    "amanmcpd.socket",
                 ]),
                 words(&["systemctl", "--user", "daemon-reload"]),
             ],

@@ -389,15 +389,24 @@ fn amanctl_service_writes_a_unit_that_runs_the_installed_daemon() {
         "{}",
         ran.text()
     );
+    for expected in [
+        "ListenStream=%t/amanmcp/amanmcpd.sock",
+        "SocketMode=0600",
+        "Requires=amanmcpd.socket",
+        "$ systemctl --user enable --now amanmcpd.socket",
+    ] {
+        assert!(ran.stdout.contains(expected), "{expected}: {}", ran.text());
+    }
     let unit = env
         .path()
         .join("home/.config/systemd/user/amanmcpd.service");
+    let socket_unit = unit.with_extension("socket");
     assert!(!unit.exists(), "a dry run wrote {}", unit.display());
 
     // For real: the unit is written even where no user service manager runs (as here), and
     // the error says so.
     let ran = env.amanctl(&["service", "install"]);
-    assert!(unit.is_file(), "{}", ran.text());
+    assert!(unit.is_file() && socket_unit.is_file(), "{}", ran.text());
     if !ran.ok() {
         assert!(
             ran.stderr.contains("the unit is written at"),
@@ -408,6 +417,7 @@ fn amanctl_service_writes_a_unit_that_runs_the_installed_daemon() {
     if let Ok(out) = std::process::Command::new("systemd-analyze")
         .args(["verify", "--user"])
         .arg(&unit)
+        .arg(&socket_unit)
         .env("XDG_RUNTIME_DIR", env.path().join("run"))
         .output()
     {
@@ -421,7 +431,62 @@ fn amanctl_service_writes_a_unit_that_runs_the_installed_daemon() {
     let report: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
     assert_eq!(report["installed"], true, "{report}");
     env.amanctl(&["service", "uninstall"]);
-    assert!(!unit.exists());
+    assert!(!unit.exists() && !socket_unit.exists());
+}
+
+#[test]
+fn the_daemon_serves_the_socket_systemd_passes_and_leaves_it_behind() {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let env = TestEnv::new();
+    let dir = env.socket().parent().unwrap().to_path_buf();
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    // What systemd does for amanmcpd.socket: it listens, and passes the socket as
+    // descriptor 3 with LISTEN_FDS=1 and LISTEN_PID naming the daemon.
+    let listener = std::os::unix::net::UnixListener::bind(env.socket()).unwrap();
+    let fd = listener.as_raw_fd();
+    for round in 0..2 {
+        let mut command = std::process::Command::new("/bin/sh");
+        env.apply(&mut command);
+        command
+            .args(["-c", "export LISTEN_PID=$$ LISTEN_FDS=1; exec \"$0\""])
+            .arg(amanmcp_tests::bin("amanmcpd"))
+            .stderr(std::process::Stdio::piped());
+        // SAFETY: dup2 and fcntl are async-signal-safe; they only touch descriptors.
+        unsafe {
+            command.pre_exec(move || {
+                if fd == 3 {
+                    libc::fcntl(3, libc::F_SETFD, 0);
+                } else if libc::dup2(fd, 3) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let daemon = command.spawn().unwrap();
+        env.wait_for(
+            Duration::from_secs(20),
+            "the activated daemon to answer",
+            || env.daemon_pid() == Some(daemon.id() as i32),
+        );
+        // Not `stop_daemon`: once this daemon is gone, connections wait in our backlog.
+        let stopped = env.amanctl(&["stop"]);
+        assert!(stopped.ok(), "{}", stopped.text());
+        let out = daemon.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("socket activation"),
+            "round {round}: {stderr}"
+        );
+        // The socket is systemd's: it stays, still listening, for the next activation.
+        assert!(
+            env.socket().exists(),
+            "round {round}: the daemon removed the socket"
+        );
+    }
+    drop(listener);
 }
 
 #[test]

@@ -56,10 +56,15 @@ pub fn service(command: ServiceCommand) -> ExitCode {
     let (outcome, as_json, report) = match command {
         ServiceCommand::Install { dry_run, json } => {
             let outcome = if dry_run { Ok(()) } else { install(&svc) };
-            let report = json!({"unit": svc.path, "content": svc.content, "commands": shown(&svc.install), "dry_run": dry_run});
+            let socket = svc.socket_unit.as_ref().map(|(path, _)| path);
+            let report = json!({"unit": svc.path, "content": svc.content, "socket_unit": socket,
+                                "commands": shown(&svc.install), "dry_run": dry_run});
             if !json {
                 if dry_run {
                     println!("# {}\n{}", svc.path.display(), svc.content);
+                    if let Some((path, content)) = &svc.socket_unit {
+                        println!("# {}\n{}", path.display(), content);
+                    }
                     for c in shown(&svc.install) {
                         println!("$ {c}");
                     }
@@ -79,6 +84,9 @@ pub fn service(command: ServiceCommand) -> ExitCode {
                         println!("$ {c}");
                     }
                     println!("$ rm {}", svc.path.display());
+                    if let Some((path, _)) = &svc.socket_unit {
+                        println!("$ rm {}", path.display());
+                    }
                 } else if outcome.is_ok() {
                     println!("amanmcpd service removed");
                 }
@@ -136,6 +144,9 @@ fn install(svc: &Service) -> Result<(), String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
     std::fs::write(&svc.path, &svc.content).map_err(|e| format!("{}: {e}", svc.path.display()))?;
+    if let Some((path, content)) = &svc.socket_unit {
+        std::fs::write(path, content).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
     for command in &svc.install {
         service::run(command).map_err(|e| {
             format!(
@@ -154,6 +165,9 @@ fn uninstall(svc: &Service) -> Result<(), String> {
         .iter()
         .map(|c| service::run(c))
         .collect::<Vec<_>>();
+    if let Some((path, _)) = &svc.socket_unit {
+        let _ = std::fs::remove_file(path);
+    }
     match std::fs::remove_file(&svc.path) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
