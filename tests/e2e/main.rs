@@ -13,5 +13,6 @@ mod protocol;
 mod ranking;
 mod security;
 mod semantic;
+mod service;
 mod usages;
 mod watch;
