@@ -2,15 +2,16 @@
 """Without --project, the shim asks a client that declares roots which project is open.
 
 Usage: py_roots.py SHIM PROJECT   (run from a directory that is not inside PROJECT)
+Over the daemon's HTTP endpoint (AMANMCP_TEST_HTTP_URL) the session names no project either.
 """
-import os
 import pathlib
 import sys
 import time
 
 import anyio
-from mcp import ClientSession, StdioServerParameters, types
-from mcp.client.stdio import stdio_client
+from mcp import ClientSession, types
+
+from transport import transport
 
 
 def dump(model):
@@ -23,8 +24,7 @@ async def main(shim, project):
     async def list_roots(context):
         return types.ListRootsResult(roots=[types.Root(uri=root.as_uri(), name=root.name)])
 
-    params = StdioServerParameters(command=shim, args=["serve"], env=dict(os.environ), cwd=os.getcwd())
-    async with stdio_client(params) as (read, write):
+    async with transport(shim, ["serve"]) as (read, write):
         async with ClientSession(read, write, list_roots_callback=list_roots) as session:
             await session.initialize()
             deadline = time.monotonic() + 60

@@ -7,17 +7,13 @@ With AMANMCP_TEST_HTTP_URL (and AMANMCP_TEST_HTTP_TOKEN) set, the same checks ru
 daemon's Streamable HTTP endpoint (URL?project=PROJECT) instead of the stdio shim.
 Prints one line per check; exits non-zero on the first failure.
 """
-import contextlib
-import os
 import pathlib
 import sys
-import urllib.parse
 
 import anyio
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp import ClientSession
+
+from transport import transport
 
 try:  # mcp 2.x
     from mcp.shared.exceptions import MCPError as McpErr
@@ -36,22 +32,6 @@ def check(cond, what, detail=""):
     print(f"PASS {what}", flush=True)
 
 
-@contextlib.asynccontextmanager
-async def transport(shim, project):
-    """The stdio shim, or the daemon's HTTP endpoint when the environment names one."""
-    url = os.environ.get("AMANMCP_TEST_HTTP_URL")
-    if not url:
-        params = StdioServerParameters(command=shim, args=["serve", "--project", project], env=dict(os.environ))
-        async with stdio_client(params) as (read, write):
-            yield read, write
-        return
-    token = os.environ["AMANMCP_TEST_HTTP_TOKEN"]
-    endpoint = f"{url}?project={urllib.parse.quote(project)}"
-    async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http:
-        async with streamable_http_client(endpoint, http_client=http) as streams:
-            yield streams[0], streams[1]
-
-
 def code_of(exc):
     err = getattr(exc, "error", None)
     return getattr(err, "code", None)
@@ -64,7 +44,7 @@ async def main(shim, project):
     async def on_log(params):
         logs.append(dump(params))
 
-    async with transport(shim, project) as (read, write):
+    async with transport(shim, ["serve", "--project", project], project) as (read, write):
         async with ClientSession(read, write, logging_callback=on_log) as session:
             init = dump(await session.initialize())
             caps = init["capabilities"]

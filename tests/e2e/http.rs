@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use amanmcp_tests::{HttpReply, TestEnv, free_loopback_addr, http_request, node, python};
 use serde_json::json;
 
-use crate::mcp::{surface_project, ts_project};
+use crate::mcp::{AUTH_PY, surface_project, ts_project};
 
 const ACCEPT: (&str, &str) = ("Accept", "application/json, text/event-stream");
 const JSON: (&str, &str) = ("Content-Type", "application/json");
@@ -52,6 +52,18 @@ fn typescript_sdk_streamable_http_client_drives_the_same_surface_as_stdio() {
     let (mut daemon, addr, token) = env.start_http_daemon();
     let vars = TestEnv::http_client_vars(addr, &token);
     env.run_client_env(&node(), "ts_surface.mjs", &root, &[], None, &vars);
+    env.stop_daemon();
+    daemon.wait().unwrap();
+}
+
+#[test]
+fn over_http_without_a_project_the_clients_roots_choose_it() {
+    let env = TestEnv::new();
+    let root = env.project("rooted", &[("app/auth.py", AUTH_PY)]);
+    let (mut daemon, addr, token) = env.start_http_daemon();
+    let vars = TestEnv::http_client_vars(addr, &token);
+    env.run_client_env(&python(), "py_roots.py", &root, &[], None, &vars);
+    assert_eq!(env.project_roots(), [root.to_str().unwrap()]);
     env.stop_daemon();
     daemon.wait().unwrap();
 }

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use amanmcp_tests::{Shim, TestEnv, node, python};
 use serde_json::json;
 
-const AUTH_PY: &str = r#"import hashlib
+pub(crate) const AUTH_PY: &str = r#"import hashlib
 
 
 def verify_password(user, candidate):
