@@ -14,6 +14,8 @@ use crate::watch::WatchConfig;
 
 /// How long forgetting a project waits for requests still using it.
 const FORGET_WAIT: Duration = Duration::from_secs(10);
+/// How long a complete project must go unused before it is reopened to compact its index.
+const SETTLE: Duration = Duration::from_secs(10);
 
 /// Loaded projects.
 pub struct Registry {
@@ -44,22 +46,48 @@ impl Registry {
             search,
             projects: Mutex::new(HashMap::new()),
         });
-        if let Some(idle) = idle_unload {
-            let weak = Arc::downgrade(&registry);
-            let tick = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
-            let _ = std::thread::Builder::new()
-                .name("amanmcp-janitor".into())
-                .spawn(move || {
-                    loop {
-                        std::thread::sleep(tick);
-                        let Some(registry) = weak.upgrade() else {
-                            break;
-                        };
-                        registry.unload_idle();
-                    }
-                });
-        }
+        let weak = Arc::downgrade(&registry);
+        let tick = idle_unload.map_or(Duration::from_secs(30), |idle| {
+            (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(30))
+        });
+        let _ = std::thread::Builder::new()
+            .name("amanmcp-janitor".into())
+            .spawn(move || {
+                loop {
+                    std::thread::sleep(tick);
+                    let Some(registry) = weak.upgrade() else {
+                        break;
+                    };
+                    registry.unload_idle();
+                    registry.compact_settled();
+                }
+            });
         registry
+    }
+
+    /// Reopen projects whose index is complete and whose LMDB file is mostly free pages
+    /// (left by the vector commits of a first indexing), when nothing holds them and
+    /// nobody has used them for [`SETTLE`]: opening compacts the file.
+    pub fn compact_settled(&self) {
+        let mut reopen = Vec::new();
+        {
+            let mut projects = self.projects.lock().unwrap_or_else(|e| e.into_inner());
+            projects.retain(|root, project| {
+                let settled = Arc::strong_count(project) == 1
+                    && project.idle_ms() >= SETTLE.as_millis() as u64
+                    && project.wants_compaction();
+                if settled {
+                    tracing::info!(root = %root.display(), "reopening the project to compact its index");
+                    reopen.push(root.clone());
+                }
+                !settled
+            });
+        }
+        for root in reopen {
+            if let Err(e) = self.open(&root.to_string_lossy(), true) {
+                tracing::warn!(root = %root.display(), error = %e, "could not reopen the project after compaction");
+            }
+        }
     }
 
     /// Unload projects nobody has used for the idle time and nothing else holds.

@@ -208,6 +208,15 @@ impl Project {
     }
 
     /// Milliseconds since the last request.
+    /// Whether the index is complete (vectors too) and its LMDB file mostly free pages, so
+    /// that reopening the project would give disk back (see `index::store::compact`).
+    pub fn wants_compaction(&self) -> bool {
+        let p = &self.index.progress;
+        p.state() == IndexState::Ready
+            && p.pending.load(std::sync::atomic::Ordering::Relaxed) == 0
+            && self.index.store.worth_compacting()
+    }
+
     pub fn idle_ms(&self) -> u64 {
         now_ms().saturating_sub(self.last_used_ms.load(Ordering::Relaxed))
     }

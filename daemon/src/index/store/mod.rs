@@ -6,10 +6,11 @@
 //! Vectors: every chunk either has a vector in arroy (item id = chunk id) or is listed in
 //! `embed_pending`; both change in the same write transaction as the chunk records, so a
 //! deleted chunk never leaves a vector behind. `embed_cache` maps a chunk text hash to its
-//! vector, so re-indexing, renames and branch switches re-embed only new text. The model id
+//! vector (int8 with a scale), so re-indexing, renames and branch switches re-embed only new text. The model id
 //! and dimensions are recorded in `meta`; vectors of two models are never mixed.
 
 mod codec;
+mod compact;
 mod records;
 mod vectors;
 
@@ -29,7 +30,7 @@ pub use records::{ChunkRecord, EmbeddedChunk, FileRecord, SymbolRecord, VectorSt
 pub(crate) use vectors::{bytes_vector, vector_bytes};
 
 /// Bump when the on-disk layout of LMDB or tantivy changes: older indexes are rebuilt.
-pub const FORMAT_VERSION: u64 = 4;
+pub const FORMAT_VERSION: u64 = 5;
 
 /// Names of the LMDB databases.
 pub mod db_name {
@@ -110,8 +111,13 @@ pub struct Store {
 }
 
 impl Store {
-    /// Open (creating if needed) the environment in `dir`.
+    /// Open (creating if needed) the environment in `dir`, compacting its file first when it
+    /// is mostly free pages (see `compact`).
     pub fn open(dir: &Path) -> Result<Store, IndexError> {
+        compact::compacted(Store::open_env(dir)?)
+    }
+
+    fn open_env(dir: &Path) -> Result<Store, IndexError> {
         std::fs::create_dir_all(dir).map_err(|e| IndexError::io(dir, e))?;
         // SAFETY: the directory is private to this daemon, which holds the per-user lock, so
         // no other process maps the same file; we never open the same env twice (registry).
