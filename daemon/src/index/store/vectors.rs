@@ -213,7 +213,7 @@ impl Store {
                 builder.candidates(candidates);
             }
             let found = builder.by_vector(rtxn, query)?;
-            // Re-score the sign-bit candidates with the exact (f16) vectors.
+            // Re-score the sign-bit candidates with the cached (int8) vectors.
             let mut scored = Vec::with_capacity(found.len());
             for (id, approximate) in found {
                 let id = u64::from(id);
