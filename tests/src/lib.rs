@@ -371,15 +371,37 @@ impl Drop for TestEnv {
                 .ok()
                 .and_then(|s| s.trim().parse::<i32>().ok())
             else {
-                return;
+                break;
             };
             // SAFETY: kill has no memory-safety preconditions.
             if unsafe { libc::kill(pid, libc::SIGKILL) } != 0 {
-                return;
+                break;
             }
             std::thread::sleep(Duration::from_millis(100));
         }
+        // And any daemon a shim was still starting when the test ended: it has this
+        // environment's socket in its environment.
+        for pid in processes_with_env("AMANMCP_SOCKET", &self.socket()) {
+            // SAFETY: as above.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
     }
+}
+
+/// The processes (Linux `/proc`) whose environment sets `name` to `value`.
+fn processes_with_env(name: &str, value: &Path) -> Vec<i32> {
+    let wanted = format!("{name}={}", value.display());
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| *pid != std::process::id() as i32)
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == wanted.as_bytes()))
+        })
+        .collect()
 }
 
 /// A small deterministic generator (no test may depend on wall-clock randomness).
