@@ -4,7 +4,9 @@
 //! `--vectors` asks), embeds them with the configured embedder (the built-in one by
 //! default), stores them in a fresh project store exactly as the daemon does (chunk records,
 //! then vectors, then arroy's trees), and measures recall@10 against exact search and query
-//! time, as `index` does for one project.
+//! time, as `index` does for one project. When the files hold fewer windows than asked,
+//! `--mix` fills the rest with windows of real lines drawn at random from the same files
+//! (deterministically): vectors with the structure of real code's, in any number.
 
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -33,11 +35,22 @@ pub struct Options {
     /// Stored vectors sampled as probes (besides the bench's queries).
     #[arg(long, default_value_t = 200)]
     probes: usize,
+    /// Fill up to `--vectors` with windows of real lines drawn at random.
+    #[arg(long)]
+    mix: bool,
 }
 
 /// Run the benchmark.
 pub fn run(options: Options) -> anyhow::Result<()> {
-    let texts = windows(&options.dirs, options.vectors)?;
+    let mut texts = windows(&options.dirs, options.vectors)?;
+    let real = texts.len();
+    if options.mix && real < options.vectors {
+        mix(&mut texts, options.vectors);
+        println!(
+            "ann: {real} windows from the files, {} mixed from their lines",
+            texts.len() - real
+        );
+    }
     anyhow::ensure!(
         !texts.is_empty(),
         "no text files under the given directories"
@@ -114,6 +127,32 @@ pub fn run(options: Options) -> anyhow::Result<()> {
         .map(|q| q.to_string())
         .collect();
     crate::index::store_recall(&store, &queries, options.probes)
+}
+
+/// Add windows of `WINDOW_LINES` lines drawn at random (a fixed-seed generator) from the
+/// lines of `texts` until there are `limit`.
+fn mix(texts: &mut Vec<String>, limit: usize) {
+    let lines: Vec<String> = texts
+        .iter()
+        .flat_map(|t| t.lines())
+        .filter(|l| l.trim().len() >= 8)
+        .map(str::to_string)
+        .collect();
+    if lines.is_empty() {
+        return;
+    }
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    while texts.len() < limit {
+        let window: Vec<&str> = (0..WINDOW_LINES)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                lines[(state >> 33) as usize % lines.len()].as_str()
+            })
+            .collect();
+        texts.push(window.join("\n"));
+    }
 }
 
 fn text_hash(text: &str) -> u64 {
