@@ -135,16 +135,19 @@ fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
         })
 }
 
+/// The decoded value of `key` in the request's query, if it has one.
+pub(super) fn query_value(uri: &axum::http::Uri, key: &str) -> Option<String> {
+    form_urlencoded::parse(uri.query()?.as_bytes())
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.into_owned())
+}
+
 /// `?token=` is accepted only by the status page itself (a browser cannot send a header
 /// when the user opens a link); the page then keeps it in a same-site cookie.
 fn status_page_token(uri: &axum::http::Uri) -> Option<String> {
-    if uri.path() != "/status" {
-        return None;
-    }
-    uri.query()?
-        .split('&')
-        .find_map(|pair| pair.strip_prefix("token="))
-        .map(str::to_string)
+    (uri.path() == "/status")
+        .then(|| query_value(uri, "token"))
+        .flatten()
 }
 
 /// Compare secrets in time independent of where they differ.

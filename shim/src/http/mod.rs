@@ -119,12 +119,8 @@ fn router(options: &HttpOptions, guard: Arc<Guard>) -> Router {
 /// `?project=PATH` on `/mcp`: an existing directory, absolute, made canonical and handed to
 /// the MCP session in the request's extensions.
 async fn name_project(mut request: Request, next: Next) -> Response {
-    if let Some(query) = request
-        .uri()
-        .query()
-        .filter(|_| request.uri().path() == "/mcp")
-    {
-        match project_from_query(query) {
+    if request.uri().path() == "/mcp" {
+        match project_from_query(guard::query_value(request.uri(), "project")) {
             Ok(Some(path)) => {
                 request.extensions_mut().insert(RequestProject(path));
             }
@@ -135,14 +131,15 @@ async fn name_project(mut request: Request, next: Next) -> Response {
     next.run(request).await
 }
 
-fn project_from_query(query: &str) -> Result<Option<PathBuf>, String> {
-    let Some(raw) = query
-        .split('&')
-        .find_map(|pair| pair.strip_prefix("project="))
-    else {
+/// The project a query's decoded `project` value names, if it names one.
+fn project_from_query(value: Option<String>) -> Result<Option<PathBuf>, String> {
+    let Some(text) = value else {
         return Ok(None);
     };
-    let text = percent_decode(raw).ok_or("project: not valid percent-encoded UTF-8")?;
+    // Decoding replaces bytes that are not UTF-8: such a path cannot be named.
+    if text.contains(char::REPLACEMENT_CHARACTER) {
+        return Err("project: not valid percent-encoded UTF-8".into());
+    }
     let path = Path::new(&text);
     if !path.is_absolute() {
         return Err(format!("project `{text}`: give an absolute path"));
@@ -151,32 +148,6 @@ fn project_from_query(query: &str) -> Result<Option<PathBuf>, String> {
         Ok(path) if path.is_dir() => Ok(Some(path)),
         _ => Err(format!("project `{text}`: no such directory")),
     }
-}
-
-/// `%XX` escapes and `+` (a space, as forms write it) decoded; `None` for a broken escape
-/// or bytes that are not UTF-8.
-fn percent_decode(text: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'%' => {
-                let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-                out.push(u8::from_str_radix(hex, 16).ok()?);
-                i += 3;
-            }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            byte => {
-                out.push(byte);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 #[cfg(test)]
@@ -189,12 +160,16 @@ mod tests {
         let spaced = dir.path().join("my project");
         std::fs::create_dir(&spaced).unwrap();
         let encoded = spaced.to_str().unwrap().replace(' ', "%20");
-        let found = project_from_query(&format!("a=b&project={encoded}")).unwrap();
+        let project = |query: &str| {
+            let uri: axum::http::Uri = format!("/mcp?{query}").parse().unwrap();
+            project_from_query(guard::query_value(&uri, "project"))
+        };
+        let found = project(&format!("a=b&project={encoded}")).unwrap();
         assert_eq!(found, Some(spaced.canonicalize().unwrap()));
-        assert_eq!(project_from_query("other=1").unwrap(), None);
-        assert!(project_from_query("project=relative/dir").is_err());
-        assert!(project_from_query("project=/no/such/dir/here").is_err());
-        assert!(project_from_query("project=%zz").is_err());
-        assert!(project_from_query("project=%ff").is_err());
+        assert_eq!(project("other=1").unwrap(), None);
+        assert!(project("project=relative/dir").is_err());
+        assert!(project("project=/no/such/dir/here").is_err());
+        assert!(project("project=%zz").is_err());
+        assert!(project("project=%ff").is_err());
     }
 }

@@ -10,7 +10,7 @@ use axum::http::{HeaderValue, StatusCode, Uri, header};
 use axum::response::{Html, IntoResponse, Response};
 use serde_json::json;
 
-use super::guard::TOKEN_COOKIE;
+use super::guard::{TOKEN_COOKIE, query_value};
 use crate::link::{DaemonLink, LinkError};
 use crate::status;
 
@@ -25,10 +25,7 @@ fn unavailable(e: LinkError) -> Response {
 /// same-site, script-proof cookie so the page's own requests carry it.
 pub async fn page(uri: Uri) -> Response {
     let mut response = Html(STATUS_HTML).into_response();
-    let token = uri
-        .query()
-        .and_then(|q| q.split('&').find_map(|pair| pair.strip_prefix("token=")));
-    if let Some(cookie) = token
+    if let Some(cookie) = query_value(&uri, "token")
         .map(|t| format!("{TOKEN_COOKIE}={t}; HttpOnly; SameSite=Strict; Path=/"))
         .and_then(|c| HeaderValue::from_str(&c).ok())
     {
