@@ -45,6 +45,11 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    /// Time since the daemon started (since these metrics were made, with the server).
+    pub fn uptime(&self) -> std::time::Duration {
+        self.started.elapsed()
+    }
+
     /// Count one finished call of `method`.
     pub fn observe(&self, method: &str, ok: bool, seconds: f64) {
         let outcome = if ok { "ok" } else { "error" };
@@ -124,7 +129,7 @@ impl Metrics {
             (
                 "amanmcp_daemon_uptime_seconds",
                 "Seconds since the daemon started.",
-                self.started.elapsed().as_secs_f64(),
+                self.uptime().as_secs_f64(),
             ),
             (
                 "amanmcp_projects_loaded",

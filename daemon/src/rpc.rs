@@ -23,8 +23,8 @@ const DEFAULT_LIMIT: usize = 10;
 /// State shared by every RPC.
 pub struct RpcService {
     registry: Arc<Registry>,
+    /// Calls counted since start; also the daemon's uptime.
     metrics: Arc<crate::metrics::Metrics>,
-    started: Instant,
     socket_path: String,
     shutdown: Arc<Notify>,
 }
@@ -41,7 +41,6 @@ impl RpcService {
         RpcService {
             registry,
             metrics,
-            started: Instant::now(),
             socket_path,
             shutdown,
         }
@@ -55,6 +54,14 @@ fn reported_version() -> String {
         .ok()
         .filter(|v| !v.is_empty())
         .unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_string())
+}
+
+impl RpcService {
+    /// Every loaded project's status, read off the async threads.
+    async fn statuses(&self) -> Result<Vec<ProjectStatus>, Status> {
+        let registry = self.registry.clone();
+        blocking(move || Ok(registry.statuses())).await
+    }
 }
 
 /// Longest error message sent back: it travels in an HTTP/2 header (`grpc-message`), and a
@@ -205,12 +212,11 @@ impl amanmcp_proto::Daemon for RpcService {
         &self,
         _request: Request<pb::StatusRequest>,
     ) -> Result<Response<pb::StatusReply>, Status> {
-        let registry = self.registry.clone();
-        let projects = blocking(move || Ok(registry.statuses())).await?;
+        let projects = self.statuses().await?;
         Ok(Response::new(pb::StatusReply {
             version: reported_version(),
             pid: std::process::id(),
-            uptime_ms: self.started.elapsed().as_millis() as u64,
+            uptime_ms: self.metrics.uptime().as_millis() as u64,
             socket_path: self.socket_path.clone(),
             data_dir: self.registry.data_dir().to_string_lossy().into_owned(),
             projects: projects.into_iter().map(project_status_to_pb).collect(),
@@ -222,8 +228,7 @@ impl amanmcp_proto::Daemon for RpcService {
         &self,
         _request: Request<pb::MetricsRequest>,
     ) -> Result<Response<pb::MetricsReply>, Status> {
-        let registry = self.registry.clone();
-        let projects = blocking(move || Ok(registry.statuses())).await?;
+        let projects = self.statuses().await?;
         Ok(Response::new(pb::MetricsReply {
             text: self.metrics.render(&projects),
         }))

@@ -89,23 +89,26 @@ pub fn socket_lock_path(socket: &Path) -> PathBuf {
 
 /// The per-user directory holding every project's index and the daemon log.
 pub fn data_dir() -> Result<PathBuf, EndpointError> {
-    if let Some(path) = std::env::var_os(DATA_DIR_ENV).filter(|p| !p.is_empty()) {
-        return Ok(absolute(PathBuf::from(path)));
-    }
-    project_dirs()
-        .map(|d| d.data_dir().to_path_buf())
-        .ok_or(EndpointError::NoUserDir(DATA_DIR_ENV))
+    user_dir(DATA_DIR_ENV, directories::ProjectDirs::data_dir)
 }
 
 /// The per-user configuration directory: settings (`amanmcp.toml`) and the HTTP endpoint's
 /// token. `$AMANMCP_CONFIG_DIR`, else the platform's (`~/.config/amanmcp` on Linux).
 pub fn config_dir() -> Result<PathBuf, EndpointError> {
-    if let Some(path) = std::env::var_os(CONFIG_DIR_ENV).filter(|p| !p.is_empty()) {
+    user_dir(CONFIG_DIR_ENV, directories::ProjectDirs::config_dir)
+}
+
+/// `$env` when set, else the platform's directory `pick` chooses.
+fn user_dir(
+    env: &'static str,
+    pick: fn(&directories::ProjectDirs) -> &Path,
+) -> Result<PathBuf, EndpointError> {
+    if let Some(path) = std::env::var_os(env).filter(|p| !p.is_empty()) {
         return Ok(absolute(PathBuf::from(path)));
     }
     project_dirs()
-        .map(|d| d.config_dir().to_path_buf())
-        .ok_or(EndpointError::NoUserDir(CONFIG_DIR_ENV))
+        .map(|d| pick(&d).to_path_buf())
+        .ok_or(EndpointError::NoUserDir(env))
 }
 
 fn absolute(path: PathBuf) -> PathBuf {
