@@ -1,11 +1,11 @@
 //! The daemon's Streamable HTTP endpoint: the official SDKs' HTTP clients over the same
 //! surface as stdio, every refusal the MCP transport spec asks for, and `amanctl http`.
 
-use std::process::Child;
+use std::time::Duration;
 
-use std::time::{Duration, Instant};
-
-use amanmcp_tests::{HttpReply, TestEnv, free_loopback_addr, http_request, node, python};
+use amanmcp_tests::{
+    HttpReply, TestEnv, exit_within, free_loopback_addr, http_request, node, python,
+};
 use serde_json::json;
 
 use crate::mcp::{AUTH_PY, surface_project, ts_project};
@@ -20,27 +20,11 @@ fn initialize_body() -> String {
     .to_string()
 }
 
-/// The daemon's exit status, waiting at most 20 s (it is killed after that).
-fn exit_within(child: &mut Child) -> Option<std::process::ExitStatus> {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        if let Some(status) = child.try_wait().unwrap() {
-            return Some(status);
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    None
-}
-
 #[test]
 fn python_sdk_streamable_http_client_drives_the_same_surface_as_stdio() {
     let env = TestEnv::new();
     let root = surface_project(&env);
-    let (mut daemon, addr, token) = env.start_http_daemon();
-    let vars = TestEnv::http_client_vars(addr, &token);
-    env.run_client_env(&python(), "py_surface.py", &root, &[], None, &vars);
+    let mut daemon = env.run_client_over_http(&python(), "py_surface.py", &root);
     env.stop_daemon();
     daemon.wait().unwrap();
 }
@@ -49,9 +33,7 @@ fn python_sdk_streamable_http_client_drives_the_same_surface_as_stdio() {
 fn typescript_sdk_streamable_http_client_drives_the_same_surface_as_stdio() {
     let env = TestEnv::new();
     let root = ts_project(&env);
-    let (mut daemon, addr, token) = env.start_http_daemon();
-    let vars = TestEnv::http_client_vars(addr, &token);
-    env.run_client_env(&node(), "ts_surface.mjs", &root, &[], None, &vars);
+    let mut daemon = env.run_client_over_http(&node(), "ts_surface.mjs", &root);
     env.stop_daemon();
     daemon.wait().unwrap();
 }
@@ -60,9 +42,7 @@ fn typescript_sdk_streamable_http_client_drives_the_same_surface_as_stdio() {
 fn over_http_without_a_project_the_clients_roots_choose_it() {
     let env = TestEnv::new();
     let root = env.project("rooted", &[("app/auth.py", AUTH_PY)]);
-    let (mut daemon, addr, token) = env.start_http_daemon();
-    let vars = TestEnv::http_client_vars(addr, &token);
-    env.run_client_env(&python(), "py_roots.py", &root, &[], None, &vars);
+    let mut daemon = env.run_client_over_http(&python(), "py_roots.py", &root);
     assert_eq!(env.project_roots(), [root.to_str().unwrap()]);
     env.stop_daemon();
     daemon.wait().unwrap();
@@ -187,7 +167,8 @@ fn the_daemon_listens_on_loopback_only_and_fails_clearly_when_it_cannot() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let status = exit_within(&mut child).expect("the daemon should exit when its port is taken");
+    let status = exit_within(&mut child, Duration::from_secs(20));
+    let status = status.expect("the daemon should exit when its port is taken");
     assert!(!status.success());
     let mut stderr = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();

@@ -338,12 +338,7 @@ fn openai_compatible_servers_get_the_model_the_key_and_batches() {
 #[test]
 fn a_down_server_or_a_missing_model_is_reported_and_search_stays_lexical() {
     // Nothing listens on this port (bound, then closed).
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let dead = format!("http://127.0.0.1:{port}");
+    let dead = format!("http://{}", amanmcp_tests::free_loopback_addr());
     let env = TestEnv::new();
     let root = env.project("proj", &project_files());
     let settings = [

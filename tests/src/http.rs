@@ -4,6 +4,7 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
 use std::process::Child;
 use std::time::Duration;
 
@@ -98,11 +99,15 @@ impl TestEnv {
         (child, addr, token.stdout.trim().to_string())
     }
 
-    /// The environment variables that point an SDK client script at the HTTP endpoint.
-    pub fn http_client_vars(addr: SocketAddr, token: &str) -> [(&'static str, String); 2] {
-        [
+    /// Start a daemon serving HTTP and run an official-SDK client script against it (as
+    /// [`TestEnv::run_client`] does over stdio); returns the daemon, still running.
+    pub fn run_client_over_http(&self, interpreter: &Path, script: &str, root: &Path) -> Child {
+        let (daemon, addr, token) = self.start_http_daemon();
+        let vars = [
             ("AMANMCP_TEST_HTTP_URL", format!("http://{addr}/mcp")),
-            ("AMANMCP_TEST_HTTP_TOKEN", token.to_string()),
-        ]
+            ("AMANMCP_TEST_HTTP_TOKEN", token),
+        ];
+        self.run_client_env(interpreter, script, root, &[], None, &vars);
+        daemon
     }
 }

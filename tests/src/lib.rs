@@ -404,6 +404,21 @@ fn processes_with_env(name: &str, value: &Path) -> Vec<i32> {
         .collect()
 }
 
+/// `child`'s exit status once it ends, or `None` if it still runs after `timeout` (it is then
+/// left running: the caller's failure, and `TestEnv`'s drop, end it).
+pub fn exit_within(child: &mut Child, timeout: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(status) = child.try_wait().expect("wait for a child") {
+            return Some(status);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// A small deterministic generator (no test may depend on wall-clock randomness).
 pub struct Lcg(pub u64);
 

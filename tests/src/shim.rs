@@ -163,17 +163,8 @@ impl Shim {
     /// Close stdin and wait for the process to exit, within `timeout`.
     pub fn close(mut self, timeout: Duration) -> std::process::ExitStatus {
         drop(self.stdin.take());
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "shim did not exit within {timeout:?} of stdin EOF"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        crate::exit_within(&mut self.child, timeout)
+            .unwrap_or_else(|| panic!("shim did not exit within {timeout:?} of stdin EOF"))
     }
 }
 
