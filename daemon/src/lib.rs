@@ -10,6 +10,7 @@
 
 pub mod across;
 pub mod chunk;
+mod crash;
 pub mod embed;
 pub mod error;
 pub mod files;

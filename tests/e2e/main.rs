@@ -3,6 +3,7 @@
 
 mod across;
 mod budget;
+mod compaction;
 mod daemon;
 mod http;
 mod index;

@@ -11,10 +11,10 @@
 //! On open, any dirty path has its tantivy documents and LMDB records dropped, and the
 //! reconcile pass then re-indexes it (see [`recover`]).
 //!
-//! Vectors live in LMDB only (arroy), so they need no intent: step 3 writes a chunk's pending
+//! Vectors live in LMDB only (the ANN graph), so they need no intent: step 3 writes a chunk's pending
 //! mark with its record (and queues a removed chunk's vector for dropping); vectors arrive
 //! later from the embedding worker as [`WriteOp::Vectors`], and only those commits touch
-//! arroy, rebuilding its trees before they commit.
+//! the graph, linking their vectors into it before they commit.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -350,7 +350,7 @@ impl Writer {
             }
             txn.commit(self.next_chunk_id)?;
             index.lexical.commit(self.tantivy()?)?;
-            crash_point("after_lexical_commit");
+            crate::crash::point("after_lexical_commit");
         }
         let lexical_ms = started.elapsed().as_secs_f64() * 1e3;
         let mut txn = store.write_txn()?;
@@ -407,17 +407,6 @@ fn injected_failure(dir: &std::path::Path) -> Result<(), IndexError> {
         dir,
         std::io::Error::from_raw_os_error(errno),
     ))
-}
-
-/// Test hook: abort the process at the named point when `AMANMCP_CRASH_AT` names it, so
-/// tests can stop the daemon exactly between the tantivy and LMDB halves of a commit.
-fn crash_point(name: &str) {
-    static CRASH_AT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-    let at = CRASH_AT.get_or_init(|| std::env::var("AMANMCP_CRASH_AT").ok());
-    if at.as_deref() == Some(name) {
-        tracing::error!(point = name, "AMANMCP_CRASH_AT: aborting");
-        std::process::abort();
-    }
 }
 
 /// Make the index's vectors those of `model`: an index holding another model's vectors (or

@@ -1,5 +1,5 @@
 //! Giving back the disk LMDB keeps. LMDB never shrinks its file: the pages freed when each
-//! vector commit rewrites arroy's trees stay in it as free pages (a third of a freshly
+//! vector commit rewrites the ANN graph's nodes stay in it as free pages (a third of a freshly
 //! embedded sympy index). When a project's environment is opened and its file holds much
 //! more than its live pages, it is rewritten compacted before anything uses it (the
 //! registry also reopens a project for this once its vectors are complete and nobody is
@@ -12,12 +12,24 @@ use heed::CompactionOption;
 use super::{Fail, Store};
 use crate::error::IndexError;
 
-/// Files smaller than this are left alone.
-const MIN_BYTES: u64 = 16 << 20;
-/// Compact when the file exceeds the live pages by this factor (plus [`MIN_SLACK`]).
+/// Files smaller than this many MiB are left alone, unless `AMANMCP_COMPACT_MIN_MB` says
+/// otherwise.
+const MIN_MB: u64 = 16;
+/// Compact when the file exceeds the live pages by this factor, plus a quarter of the
+/// smallest file compacted.
 const SLACK: f64 = 1.1;
-/// And by at least this many bytes.
-const MIN_SLACK: u64 = 4 << 20;
+
+/// The smallest file compacted, in bytes.
+fn min_bytes() -> u64 {
+    static MIN: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *MIN.get_or_init(|| {
+        std::env::var("AMANMCP_COMPACT_MIN_MB")
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(MIN_MB)
+            << 20
+    })
+}
 /// The copy being made; a leftover from a crash is replaced.
 const COPY: &str = "data.mdb.compacting";
 
@@ -54,24 +66,26 @@ impl Store {
     /// Whether the file is mostly free pages: reopening the store would compact it.
     pub fn worth_compacting(&self) -> bool {
         let size = std::fs::metadata(self.path.join("data.mdb")).map_or(0, |m| m.len());
-        size >= MIN_BYTES
-            && self
-                .live_bytes()
-                .is_ok_and(|live| size as f64 >= live as f64 * SLACK + MIN_SLACK as f64)
+        size >= min_bytes()
+            && self.live_bytes().is_ok_and(|live| {
+                size > live && size as f64 >= live as f64 * SLACK + (min_bytes() / 4) as f64
+            })
     }
 }
 
 /// `store`, or, when its file is mostly free pages, the same environment compacted and
 /// reopened.
 pub(super) fn compacted(store: Store) -> Result<Store, IndexError> {
+    let dir = store.path.clone();
+    // A copy left by a crash mid-compaction is never used: the original is whole.
+    let copy = dir.join(COPY);
+    let _ = std::fs::remove_file(&copy);
     if !store.worth_compacting() {
         return Ok(store);
     }
-    let dir = store.path.clone();
     let data = dir.join("data.mdb");
     let size = std::fs::metadata(&data).map_or(0, |m| m.len());
-    let copy = dir.join(COPY);
-    let _ = std::fs::remove_file(&copy);
+    tracing::info!(dir = %dir.display(), size, "compacting the index's LMDB file");
     let file = store
         .env
         .copy_to_path(&copy, CompactionOption::Enabled)
@@ -81,6 +95,7 @@ pub(super) fn compacted(store: Store) -> Result<Store, IndexError> {
         .map_err(|e| IndexError::io(&copy, e))?;
     file.sync_all().map_err(|e| IndexError::io(&copy, e))?;
     drop(file);
+    crate::crash::point("compact_copied");
     let env = store.env.clone();
     drop(store);
     env.prepare_for_closing().wait();
@@ -88,6 +103,7 @@ pub(super) fn compacted(store: Store) -> Result<Store, IndexError> {
     if let Ok(dir_file) = std::fs::File::open(&dir) {
         let _ = dir_file.sync_all();
     }
+    crate::crash::point("compact_renamed");
     let after = std::fs::metadata(&data).map_or(0, |m| m.len());
     tracing::info!(dir = %dir.display(), before = size, after, "compacted the index's LMDB file");
     Store::open_env(&dir)

@@ -1,0 +1,160 @@
+//! Compacting a project's LMDB file (on open, when it is mostly free pages), with the daemon
+//! killed at each step of it: no vector is lost, none is left dangling.
+
+use std::time::Duration;
+
+use amanmcp_tests::{FakeEmbedServer, TestEnv, exit_within};
+
+const STARTED: &str = "compacting the index's LMDB file";
+const FINISHED: &str = "compacted the index's LMDB file";
+/// `AMANMCP_COMPACT_MIN_MB` that never compacts.
+const NEVER: &str = "1000000";
+
+#[derive(Debug, Clone, Copy)]
+enum End {
+    Kill,
+    CrashAt(&'static str),
+    Finish,
+}
+
+fn module(i: usize, version: usize) -> String {
+    let mut text = format!("\"\"\"Module {i}, version {version}.\"\"\"\n\n");
+    for f in 0..6 {
+        text.push_str(&format!(
+            "def handler_{i}_{f}_v{version}(request):\n    value = request.get('k{f}') or {i}\n    return value * {version} + {f}\n\n\n"
+        ));
+    }
+    text
+}
+
+/// Files left behind by a compaction under the data directory.
+fn leftovers(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            leftovers(&path, out);
+        } else if path.to_string_lossy().ends_with(".compacting") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn a_daemon_killed_while_compacting_loses_no_vector() {
+    let server = FakeEmbedServer::start(&["model-a"]);
+    let env = TestEnv::new();
+    let files: Vec<(String, String)> = (0..120)
+        .map(|i| (format!("pkg/m{i}.py"), module(i, 0)))
+        .collect();
+    let root = env.project("proj", &files);
+    let url: &'static str = server.url().leak();
+    let vars = |min_mb: &'static str| {
+        [
+            ("AMANMCP_EMBEDDER", "ollama"),
+            ("AMANMCP_EMBED_URL", url),
+            ("AMANMCP_EMBED_MODEL", "model-a"),
+            // Many small vector commits: each rewrites graph nodes, leaving free pages.
+            ("AMANMCP_EMBED_BATCH", "4"),
+            ("AMANMCP_COMPACT_MIN_MB", min_mb),
+            ("AMANMCP_WATCH", "0"),
+        ]
+    };
+    // How the compacting daemon ends: SIGKILL as soon as compaction starts; aborted with the
+    // copy made and synced but not yet renamed over the original; aborted with it renamed
+    // but not reopened; or not at all (it finishes and is stopped).
+    let ends = [
+        End::Kill,
+        End::CrashAt("compact_copied"),
+        End::CrashAt("compact_renamed"),
+        End::Finish,
+    ];
+    for (round, end) in ends.into_iter().enumerate() {
+        // Index (the first round) or re-index edited files with compaction off, leaving free
+        // pages behind.
+        if round > 0 {
+            for i in (round..120).step_by(3) {
+                std::fs::write(root.join(format!("pkg/m{i}.py")), module(i, round)).unwrap();
+            }
+        }
+        let mut daemon = env.start_daemon_with(&vars(NEVER));
+        assert!(env.amanctl_on(&root, &["index", "--no-wait"]).ok());
+        env.wait_ready();
+        env.stop_daemon();
+        let _ = daemon.wait();
+        let embedded_before = server.documents();
+
+        // Reopen with compaction on: the project's first use opens its store.
+        let log_path = env.path().join(format!("compact{round}.log"));
+        let crash_at = match end {
+            End::CrashAt(point) => point,
+            _ => "",
+        };
+        let mut daemon = env
+            .command("amanmcpd")
+            .envs(vars("0"))
+            .env("AMANMCP_CRASH_AT", crash_at)
+            .stderr(std::fs::File::create(&log_path).unwrap())
+            .spawn()
+            .unwrap();
+        let pid = daemon.id() as i32;
+        env.wait_for(Duration::from_secs(20), "the daemon to listen", || {
+            env.daemon_pid() == Some(pid)
+        });
+        let mut opener = env
+            .command("amanctl")
+            .args(["index", "--no-wait"])
+            .arg(&root)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let log = || std::fs::read_to_string(&log_path).unwrap_or_default();
+        env.wait_for(Duration::from_secs(20), "compaction to start", || {
+            log().contains(STARTED)
+        });
+        match end {
+            End::Kill => daemon.kill().unwrap(),
+            End::CrashAt(_) => {
+                let status = exit_within(&mut daemon, Duration::from_secs(20));
+                assert!(
+                    status.is_some_and(|s| !s.success()),
+                    "the crash point must abort the daemon: {status:?}\n{}",
+                    log()
+                );
+                assert!(!log().contains(FINISHED), "{}", log());
+            }
+            End::Finish => {
+                env.wait_for(Duration::from_secs(20), "compaction to finish", || {
+                    log().contains(FINISHED)
+                });
+                env.stop_daemon();
+            }
+        }
+        let _ = daemon.wait();
+        let _ = opener.kill();
+        let _ = opener.wait();
+
+        // Whatever point it died at, the index opens whole, every chunk has its vector, and
+        // none had to be embedded or taken from the shared cache again.
+        let mut daemon = env.start_daemon_with(&vars(NEVER));
+        let when = format!("after round {round} ({end:?})");
+        env.verify_ok(&root, &when);
+        env.wait_ready();
+        let status = env.project_status();
+        assert_eq!(
+            status["embedding"]["embedded"], status["chunks"],
+            "{when}: {status}"
+        );
+        assert_eq!(status["embedding"]["pending"], 0, "{when}: {status}");
+        assert_eq!(
+            status["embedding"]["from_shared_cache"], 0,
+            "{when}: {status}"
+        );
+        assert_eq!(server.documents(), embedded_before, "{when}: re-embedded");
+        let mut left = Vec::new();
+        leftovers(&env.data_dir(), &mut left);
+        assert!(left.is_empty(), "{when}: {left:?}");
+        env.stop_daemon();
+        let _ = daemon.wait();
+    }
+}
