@@ -3,7 +3,7 @@
 //! Cuts the text files under the given directories into windows of lines (as many as
 //! `--vectors` asks), embeds them with the configured embedder (the built-in one by
 //! default), stores them in a fresh project store exactly as the daemon does (chunk records,
-//! then vectors, then arroy's trees), and measures recall@10 against exact search and query
+//! then vectors, then the ANN graph), and measures recall@10 against exact search and query
 //! time, as `index` does for one project. When the files hold fewer windows than asked,
 //! `--mix` fills the rest with windows of real lines drawn at random from the same files
 //! (deterministically): vectors with the structure of real code's, in any number.
@@ -38,10 +38,25 @@ pub struct Options {
     /// Fill up to `--vectors` with windows of real lines drawn at random.
     #[arg(long)]
     mix: bool,
+    /// Keep the store in this directory; when it already holds one, measure that one
+    /// instead of embedding and building again (to compare search settings).
+    #[arg(long)]
+    keep: Option<PathBuf>,
 }
 
 /// Run the benchmark.
 pub fn run(options: Options) -> anyhow::Result<()> {
+    let queries: Vec<String> = crate::index::QUERIES
+        .iter()
+        .map(|q| q.to_string())
+        .collect();
+    if let Some(keep) = &options.keep
+        && keep.join("data.mdb").exists()
+    {
+        let store = Store::open(keep)?;
+        println!("ann: the store kept in {}", keep.display());
+        return crate::index::store_recall(&store, &queries, options.probes);
+    }
     let mut texts = windows(&options.dirs, options.vectors)?;
     let real = texts.len();
     if options.mix && real < options.vectors {
@@ -71,8 +86,12 @@ pub fn run(options: Options) -> anyhow::Result<()> {
         embedder.describe()
     );
 
-    let dir = tempfile::tempdir()?;
-    let store = Store::open(dir.path())?;
+    let temp = tempfile::tempdir()?;
+    let dir = options
+        .keep
+        .clone()
+        .unwrap_or_else(|| temp.path().to_path_buf());
+    let store = Store::open(&dir)?;
     let started = Instant::now();
     for (n, group) in texts.chunks(PER_FILE).enumerate() {
         let first = (n * PER_FILE) as u64 + 1;
@@ -118,14 +137,10 @@ pub fn run(options: Options) -> anyhow::Result<()> {
     txn.build_vectors(42)?;
     txn.commit(texts.len() as u64 + 1)?;
     println!(
-        "ann: stored in {stored_secs:.1} s; arroy's trees built in {:.1} s; LMDB {:.1} MB",
+        "ann: stored in {stored_secs:.1} s; the ANN graph built in {:.1} s; LMDB {:.1} MB",
         started.elapsed().as_secs_f64(),
-        amanmcpd::index::lexical::dir_size(dir.path()) as f64 / 1e6
+        amanmcpd::index::lexical::dir_size(&dir) as f64 / 1e6
     );
-    let queries: Vec<String> = crate::index::QUERIES
-        .iter()
-        .map(|q| q.to_string())
-        .collect();
     crate::index::store_recall(&store, &queries, options.probes)
 }
 

@@ -318,8 +318,8 @@ pub async fn bench_index(
     Ok(())
 }
 
-/// arroy's recall@10 against exact search over the project's real vectors, asking for 100
-/// neighbours as search does, at arroy's default search effort and larger ones; queries are
+/// The ANN graph's recall@10 against exact search over the project's real vectors, asking for
+/// 100 neighbours as search does, at the default search effort and larger ones; queries are
 /// the bench queries (embedded by the configured embedder) and a sample of chunk vectors.
 fn ann_recall(data_dir: &Path, root: &Path, queries: &[String]) -> anyhow::Result<()> {
     let dir = amanmcpd::index::project_dir(data_dir, root).join("lmdb");
@@ -364,13 +364,13 @@ pub fn store_recall(
         scored.into_iter().take(10).map(|(_, id)| id).collect()
     };
     let truth: Vec<Vec<u64>> = probes.iter().map(|p| exact(p)).collect();
-    for search_k in [0usize, 2000, 10_000] {
+    for effort in [0usize, 500, 1000, 2000] {
         let mut found = 0usize;
         let mut latencies = Vec::new();
         for (probe, truth) in probes.iter().zip(&truth) {
             let t = Instant::now();
-            // As search asks: 100 neighbours (arroy's default effort grows with the count).
-            let ann = store.nearest(probe, 100, None, search_k)?;
+            // As search asks: 100 neighbours.
+            let ann = store.nearest(probe, 100, None, effort)?;
             latencies.push(t.elapsed().as_secs_f64() * 1e3);
             found += ann
                 .iter()
@@ -379,11 +379,11 @@ pub fn store_recall(
                 .count();
         }
         println!(
-            "ANN recall@10 (arroy, search_k {}): {:.3} over {} probes, {} vectors; query {}",
-            if search_k == 0 {
+            "ANN recall@10 (hannoy, ef {}): {:.3} over {} probes, {} vectors; query {}",
+            if effort == 0 {
                 "default".to_string()
             } else {
-                search_k.to_string()
+                effort.to_string()
             },
             found as f64 / (10 * probes.len()) as f64,
             probes.len(),

@@ -53,14 +53,14 @@ pub enum IndexError {
         #[source]
         source: std::io::Error,
     },
-    /// The vector store (arroy) failed.
+    /// The vector store (hannoy's graph) failed.
     #[error("vector store error in {path}: {source}")]
     Vectors {
         /// The environment's directory.
         path: PathBuf,
-        /// The arroy error.
+        /// The ANN index's error.
         #[source]
-        source: arroy::Error,
+        source: crate::index::store::AnnError,
     },
     /// The project's writer thread is gone.
     #[error("the index writer for {0} has stopped")]
@@ -73,7 +73,7 @@ pub enum IndexError {
 
 impl IndexError {
     /// A vector store error in `path`.
-    pub fn vectors(path: &Path, source: arroy::Error) -> Self {
+    pub fn vectors(path: &Path, source: crate::index::store::AnnError) -> Self {
         IndexError::Vectors {
             path: path.to_path_buf(),
             source,

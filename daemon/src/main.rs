@@ -86,7 +86,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     if embedding.is_none() {
         tracing::info!("semantic search off (AMANMCP_EMBEDDER=off)");
     }
-    let search_k = std::env::var("AMANMCP_SEARCH_K")
+    let ann_effort = std::env::var("AMANMCP_ANN_EFFORT")
         .ok()
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(0);
@@ -99,7 +99,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         search: amanmcpd::search::SearchConfig {
             embedding,
             fusion: amanmcpd::search::fusion::Fusion::from_env(),
-            search_k,
+            ann_effort,
         },
     };
     // Requests run on blocking threads; more of them than a few per core only adds memory

@@ -50,7 +50,7 @@ fn run(index: &ProjectIndex, writer: &WriterHandle, embedding: &Embedding, stop:
     while !stop.load(Ordering::SeqCst) {
         in_flight.retain(|id| index.store.is_pending(*id).unwrap_or(false));
         // Look far ahead in the caches: their vectors go to the writer in one commit (each
-        // vector commit rebuilds arroy's trees, so a second checkout's thousands of cache
+        // vector commit links its vectors into the ANN graph, so a second checkout's thousands of cache
         // hits must not arrive a batch at a time); only `batch_size` misses are embedded.
         let pending = match index
             .store

@@ -68,7 +68,7 @@ pub fn open_index(dir: &Path, root: &Path) -> Result<ProjectIndex, IndexError> {
             store.initialise(root)?;
         }
     }
-    // arroy item ids are 32-bit: an index whose chunk ids ran past that is rebuilt.
+    // ANN item ids are 32-bit: an index whose chunk ids ran past that is rebuilt.
     if store.next_chunk_id()? > u64::from(u32::MAX) {
         return Err(IndexError::io(
             dir,

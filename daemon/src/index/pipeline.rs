@@ -202,8 +202,8 @@ fn diff(
     on_done(unchanged.len() as u64);
 
     // On the parse pool, not rayon's global one: these threads block on the writer's
-    // bounded queue, and the writer's arroy builds run on the global pool; sharing one pool
-    // would let a full queue and a tree build wait for each other for ever.
+    // bounded queue, and the writer's graph builds run on the global pool; sharing one pool
+    // would let a full queue and a graph build wait for each other for ever.
     on_parse_pool(|| {
         to_read
             .par_iter()

@@ -42,8 +42,8 @@ pub struct SearchConfig {
     pub embedding: Option<Arc<Embedding>>,
     /// Fusion parameters.
     pub fusion: Fusion,
-    /// arroy's `search_k` (0: arroy's default).
-    pub search_k: usize,
+    /// The ANN search effort (HNSW `ef`; 0: the default, 200).
+    pub ann_effort: usize,
 }
 
 impl std::fmt::Debug for SearchConfig {
@@ -54,7 +54,7 @@ impl std::fmt::Debug for SearchConfig {
                 &self.embedding.as_ref().map(|e| e.embedder.model_id()),
             )
             .field("fusion", &self.fusion)
-            .field("search_k", &self.search_k)
+            .field("ann_effort", &self.ann_effort)
             .finish()
     }
 }

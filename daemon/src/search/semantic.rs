@@ -1,4 +1,4 @@
-//! Vector candidates: the chunks nearest to a query vector in arroy, within the request's
+//! Vector candidates: the chunks nearest to a query vector in the ANN graph, within the request's
 //! path and language filters.
 
 use std::collections::HashSet;
@@ -29,7 +29,7 @@ impl Searcher<'_> {
         let found = self
             .index
             .store
-            .nearest(&vector, depth, candidates.as_ref(), self.config.search_k)
+            .nearest(&vector, depth, candidates.as_ref(), self.config.ann_effort)
             .map_err(|e| e.to_string())?;
         let complete = self.index.progress.pending.load(Ordering::Relaxed) == 0;
         Ok((found.into_iter().map(|(id, _)| id).collect(), complete))

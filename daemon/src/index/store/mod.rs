@@ -1,14 +1,15 @@
-//! The project's LMDB environment (heed): file and chunk metadata, and the vectors (arroy).
+//! The project's LMDB environment (heed): file and chunk metadata, and the vectors (hannoy's graph, `ann`).
 //!
 //! Every database is named once in [`db_name`]. Only the project's writer thread opens a
 //! write transaction (see `writer.rs`); readers use short read transactions.
 //!
-//! Vectors: every chunk either has a vector in arroy (item id = chunk id) or is listed in
+//! Vectors: every chunk either has a vector in the ANN graph (item id = chunk id) or is listed in
 //! `embed_pending`; both change in the same write transaction as the chunk records, so a
 //! deleted chunk never leaves a vector behind. `embed_cache` maps a chunk text hash to its
 //! vector (int8 with a scale), so re-indexing, renames and branch switches re-embed only new text. The model id
 //! and dimensions are recorded in `meta`; vectors of two models are never mixed.
 
+mod ann;
 mod codec;
 mod compact;
 mod records;
@@ -17,20 +18,17 @@ mod vectors;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-/// arroy's distance: cosine over sign bits (48 bytes a vector for 384 dimensions). Its
-/// candidates are re-scored with the exact vectors of `embed_cache` (see `nearest`).
-pub(crate) type VectorDistance = arroy::distances::BinaryQuantizedCosine;
-use arroy::internals::{KeyCodec, NodeCodec};
 use heed::types::{Bytes, Str, U64, Unit};
 use heed::{CommitOrAbort, Database, Env, EnvOpenOptions, RoTxn, RwTxn};
 
 use crate::error::IndexError;
+pub use ann::Error as AnnError;
 use codec::{ChunkCodec, FileCodec, SymbolsCodec};
 pub use records::{ChunkRecord, EmbeddedChunk, FileRecord, SymbolRecord, VectorState};
 pub(crate) use vectors::{bytes_vector, vector_bytes};
 
 /// Bump when the on-disk layout of LMDB or tantivy changes: older indexes are rebuilt.
-pub const FORMAT_VERSION: u64 = 5;
+pub const FORMAT_VERSION: u64 = 6;
 
 /// Names of the LMDB databases.
 pub mod db_name {
@@ -46,7 +44,7 @@ pub mod db_name {
     pub const FILE_SYMBOLS: &str = "file_symbols";
     /// `lowercase name \0 path` -> (): which files define a name.
     pub const SYMBOL_INDEX: &str = "symbol_index";
-    /// arroy's database: chunk vectors (item id = chunk id), cosine distance.
+    /// hannoy's database: chunk vectors (item id = chunk id), cosine distance.
     pub const VECTORS: &str = "vectors";
     /// Chunk text hash -> vector (little-endian f32s) of the current model.
     pub const EMBED_CACHE: &str = "embed_cache";
@@ -65,9 +63,6 @@ mod meta_key {
     pub const CHUNKER_VERSION: &str = "chunker_version";
 }
 
-/// The arroy index (within the vectors database) holding the chunk vectors.
-const ARROY_INDEX: u16 = 0;
-
 fn symbol_index_key(name: &str, path: &str) -> String {
     format!("{}\0{path}", name.to_lowercase())
 }
@@ -76,7 +71,7 @@ fn symbol_index_key(name: &str, path: &str) -> String {
 #[derive(Debug)]
 enum Fail {
     Lmdb(heed::Error),
-    Vectors(arroy::Error),
+    Vectors(ann::Error),
 }
 
 impl From<heed::Error> for Fail {
@@ -85,8 +80,8 @@ impl From<heed::Error> for Fail {
     }
 }
 
-impl From<arroy::Error> for Fail {
-    fn from(e: arroy::Error) -> Self {
+impl From<ann::Error> for Fail {
+    fn from(e: ann::Error) -> Self {
         Fail::Vectors(e)
     }
 }
@@ -104,7 +99,7 @@ pub struct Store {
     dirty: Database<'static, Str, Unit>,
     file_symbols: Database<'static, Str, SymbolsCodec>,
     symbol_index: Database<'static, Str, Unit>,
-    vectors: arroy::Database<'static, VectorDistance>,
+    vectors: ann::Database,
     embed_cache: Database<'static, BeU64, Bytes>,
     embed_pending: Database<'static, BeU64, BeU64>,
     vector_deletes: Database<'static, BeU64, Unit>,
@@ -151,7 +146,7 @@ impl Store {
                     .create_database::<Str, SymbolsCodec>(wtxn, Some(db_name::FILE_SYMBOLS))?;
                 let symbol_index =
                     opener.create_database::<Str, Unit>(wtxn, Some(db_name::SYMBOL_INDEX))?;
-                let vectors = opener.create_database::<KeyCodec, NodeCodec<VectorDistance>>(
+                let vectors = opener.create_database::<ann::KeyCodec, ann::NodeCodec>(
                     wtxn,
                     Some(db_name::VECTORS),
                 )?;
@@ -492,7 +487,7 @@ impl<'s> StoreTxn<'s> {
                 }
                 store.file_symbols.put(wtxn, path, symbols)?;
             }
-            // No vector is written here: arroy's trees are rebuilt by vector commits only, so
+            // No vector is written here: the ANN graph is rebuilt by vector commits only, so
             // a saved file stays cheap to commit. The worker serves cached text without
             // embedding.
             for (id, chunk) in chunks {

@@ -1,4 +1,4 @@
-//! The vector side of the store: arroy's index of chunk vectors, the embedding cache and
+//! The vector side of the store: the ANN graph of chunk vectors (`ann`), the embedding cache and
 //! the queue of chunks waiting for a vector. Reads for search and the embedding worker;
 //! writes only through the writer's [`StoreTxn`].
 
@@ -7,9 +7,8 @@ use std::collections::{HashMap, HashSet};
 use heed::{RoTxn, RwTxn};
 use roaring::RoaringBitmap;
 
-use super::{
-    ARROY_INDEX, EmbeddedChunk, Fail, Store, StoreTxn, VectorDistance, VectorState, meta_key,
-};
+use super::ann::{AnnReader, AnnWriter};
+use super::{EmbeddedChunk, Fail, Store, StoreTxn, VectorState, meta_key};
 use crate::error::IndexError;
 
 /// A cached vector as stored: f16, little-endian (half the bytes of f32; cosine scores move
@@ -54,7 +53,7 @@ pub(crate) fn dequantized_vector(bytes: &[u8]) -> Vec<f32> {
     values.iter().map(|b| f32::from(*b as i8) * scale).collect()
 }
 
-/// Candidates arroy's sign-bit distance returns per result asked for, re-scored exactly.
+/// Candidates the sign-bit graph returns per result asked for, re-scored exactly.
 const RESCORE_FACTOR: usize = 3;
 
 /// Cosine distance (1 - cosine similarity) of two vectors.
@@ -78,16 +77,9 @@ impl Store {
         })
     }
 
-    /// arroy's reader, or `None` while nothing has been embedded yet.
-    fn vector_reader<'t>(
-        &self,
-        rtxn: &'t RoTxn,
-    ) -> Result<Option<arroy::Reader<'t, VectorDistance>>, Fail> {
-        match arroy::Reader::<VectorDistance>::open(rtxn, ARROY_INDEX, self.vectors) {
-            Ok(reader) => Ok(Some(reader)),
-            Err(arroy::Error::MissingMetadata(_)) => Ok(None),
-            Err(e) => Err(e.into()),
-        }
+    /// The ANN graph's reader, or `None` while nothing has been embedded yet.
+    fn vector_reader<'t>(&self, rtxn: &'t RoTxn) -> Result<Option<AnnReader<'t>>, Fail> {
+        Ok(AnnReader::open(rtxn, self.vectors)?)
     }
 
     /// Up to `limit` chunks waiting for a vector, `(chunk id, text hash)`, lowest ids first,
@@ -187,13 +179,14 @@ impl Store {
     }
 
     /// The `limit` chunks nearest to `query` (cosine distance, smaller is nearer), among
-    /// `candidates` if given. `search_k` trades speed for recall (arroy's default when 0).
+    /// `candidates` if given. `effort` trades speed for recall (the graph search's candidate
+    /// list; the default when 0).
     pub fn nearest(
         &self,
         query: &[f32],
         limit: usize,
         candidates: Option<&RoaringBitmap>,
-        search_k: usize,
+        effort: usize,
     ) -> Result<Vec<(u64, f32)>, IndexError> {
         self.read(|rtxn| {
             let Some(reader) = self.vector_reader(rtxn)? else {
@@ -202,17 +195,13 @@ impl Store {
             if reader.dimensions() != query.len() {
                 return Ok(Vec::new());
             }
-            let mut builder = reader.nns(limit.max(1) * RESCORE_FACTOR);
-            if let Some(k) = std::num::NonZeroUsize::new(search_k) {
-                builder.search_k(k);
-            }
-            // arroy triples the effort of sign-bit searches by default; the candidates are
-            // re-scored exactly below instead (sympy: recall@10 .996 -> .983, 6.2 -> 3.8 ms).
-            builder.oversampling(std::num::NonZeroUsize::MIN);
-            if let Some(candidates) = candidates {
-                builder.candidates(candidates);
-            }
-            let found = builder.by_vector(rtxn, query)?;
+            let found = reader.nearest(
+                rtxn,
+                query,
+                limit.max(1) * RESCORE_FACTOR,
+                effort,
+                candidates,
+            )?;
             // Re-score the sign-bit candidates with the cached (int8) vectors.
             let mut scored = Vec::with_capacity(found.len());
             for (id, approximate) in found {
@@ -274,11 +263,10 @@ impl StoreTxn<'_> {
             }
             if !deletes.is_empty() {
                 if let Some(dims) = vector_dims(store, wtxn)? {
-                    let arroy =
-                        arroy::Writer::<VectorDistance>::new(store.vectors, ARROY_INDEX, dims);
+                    let ann = AnnWriter::new(store.vectors, dims);
                     for id in &deletes {
                         if let Ok(item) = u32::try_from(*id) {
-                            arroy.del_item(wtxn, item)?;
+                            ann.delete(wtxn, item)?;
                         }
                     }
                 }
@@ -297,7 +285,7 @@ impl StoreTxn<'_> {
                     dims
                 }
             };
-            let arroy = arroy::Writer::<VectorDistance>::new(store.vectors, ARROY_INDEX, dims);
+            let ann = AnnWriter::new(store.vectors, dims);
             let mut stored = 0;
             for item in items {
                 let Ok(item_id) = u32::try_from(item.chunk_id) else {
@@ -314,7 +302,7 @@ impl StoreTxn<'_> {
                 if store.embed_pending.get(wtxn, &item.chunk_id)? != Some(item.hash) {
                     continue;
                 }
-                arroy.add_item(wtxn, item_id, &item.vector)?;
+                ann.add(wtxn, item_id, &item.vector)?;
                 store
                     .embed_cache
                     .put(wtxn, &item.hash, &quantized_bytes(&item.vector))?;
@@ -325,20 +313,14 @@ impl StoreTxn<'_> {
         })
     }
 
-    /// Rebuild arroy's trees for the vectors changed in this transaction (required before
+    /// Link the vectors changed in this transaction into the ANN graph (required before
     /// readers can search them).
     pub fn build_vectors(&mut self, seed: u64) -> Result<(), IndexError> {
-        use rand::SeedableRng;
         self.write(|store, wtxn| {
             let Some(dims) = vector_dims(store, wtxn)? else {
                 return Ok(());
             };
-            let arroy = arroy::Writer::<VectorDistance>::new(store.vectors, ARROY_INDEX, dims);
-            if arroy.need_build(wtxn)? {
-                let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-                arroy.builder(&mut rng).build(wtxn)?;
-            }
-            Ok(())
+            Ok(AnnWriter::new(store.vectors, dims).build(wtxn, seed)?)
         })
     }
 }
