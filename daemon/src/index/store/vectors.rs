@@ -53,7 +53,8 @@ pub(crate) fn dequantized_vector(bytes: &[u8]) -> Vec<f32> {
     values.iter().map(|b| f32::from(*b as i8) * scale).collect()
 }
 
-/// Candidates the sign-bit graph returns per result asked for, re-scored exactly.
+/// Candidates the sign-bit graph returns per result asked for, re-scored exactly. Two
+/// saved sympy's hybrid queries 1.1 ms but cost semble's curl .028 NDCG@10 (bench/README).
 const RESCORE_FACTOR: usize = 3;
 
 /// Cosine distance (1 - cosine similarity) of two vectors.
