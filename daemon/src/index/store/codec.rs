@@ -132,6 +132,12 @@ impl<'a> BytesEncode<'a> for ChunkCodec {
     }
 }
 
+/// The text hash of an encoded [`ChunkRecord`] without decoding the rest: it is encoded
+/// last (re-scoring reads hundreds of them a query).
+pub(super) fn chunk_hash(bytes: &[u8]) -> Option<u64> {
+    bytes.last_chunk::<8>().map(|b| u64::from_le_bytes(*b))
+}
+
 impl<'a> BytesDecode<'a> for ChunkCodec {
     type DItem = ChunkRecord;
     fn bytes_decode(bytes: &'a [u8]) -> Result<ChunkRecord, BoxedError> {

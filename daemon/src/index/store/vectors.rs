@@ -4,6 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use heed::types::Bytes;
 use heed::{RoTxn, RwTxn};
 use roaring::RoaringBitmap;
 
@@ -57,7 +58,8 @@ pub(crate) fn dequantized_vector(bytes: &[u8]) -> Vec<f32> {
 /// saved sympy's hybrid queries 1.1 ms but cost semble's curl .028 NDCG@10 (bench/README).
 const RESCORE_FACTOR: usize = 3;
 
-/// Cosine distance (1 - cosine similarity) of two vectors.
+/// Cosine distance (1 - cosine similarity) of two vectors (tests: the reference).
+#[cfg(test)]
 fn cosine_distance(a: &[f32], b: &[f32]) -> f32 {
     let (mut dot, mut na, mut nb) = (0f32, 0f32, 0f32);
     for (x, y) in a.iter().zip(b) {
@@ -67,6 +69,24 @@ fn cosine_distance(a: &[f32], b: &[f32]) -> f32 {
     }
     let norm = (na * nb).sqrt();
     if norm > 0.0 { 1.0 - dot / norm } else { 1.0 }
+}
+
+/// [`cosine_distance`] from `query` to the vector [`quantized_bytes`] stored, read in place
+/// (the scale cancels out). `None` if the dimensions differ.
+fn quantized_cosine_distance(query: &[f32], bytes: &[u8]) -> Option<f32> {
+    let values = bytes.get(4..)?;
+    if values.len() != query.len() {
+        return None;
+    }
+    let (mut dot, mut nq, mut nv) = (0f32, 0f32, 0f32);
+    for (q, b) in query.iter().zip(values) {
+        let v = f32::from(*b as i8);
+        dot += q * v;
+        nq += q * q;
+        nv += v * v;
+    }
+    let norm = (nq * nv).sqrt();
+    Some(if norm > 0.0 { 1.0 - dot / norm } else { 1.0 })
 }
 
 impl Store {
@@ -140,6 +160,30 @@ impl Store {
         })
     }
 
+    /// The cosine distance from `query` to a chunk's cached (int8) vector, without decoding
+    /// its record or the vector: `None` when either is missing.
+    fn cached_distance(
+        &self,
+        rtxn: &RoTxn,
+        chunk_id: u64,
+        query: &[f32],
+    ) -> Result<Option<f32>, Fail> {
+        let Some(record) = self
+            .chunks
+            .remap_data_type::<Bytes>()
+            .get(rtxn, &chunk_id)?
+        else {
+            return Ok(None);
+        };
+        let Some(hash) = super::codec::chunk_hash(record) else {
+            return Ok(None);
+        };
+        Ok(self
+            .embed_cache
+            .get(rtxn, &hash)?
+            .and_then(|bytes| quantized_cosine_distance(query, bytes)))
+    }
+
     /// The exact vector of a chunk: its text's entry in `embed_cache`.
     fn exact_vector(&self, rtxn: &RoTxn, chunk_id: u64) -> Result<Option<Vec<f32>>, Fail> {
         let Some(record) = self.chunks.get(rtxn, &chunk_id)? else {
@@ -207,10 +251,9 @@ impl Store {
             let mut scored = Vec::with_capacity(found.len());
             for (id, approximate) in found {
                 let id = u64::from(id);
-                let distance = match self.exact_vector(rtxn, id)? {
-                    Some(vector) => cosine_distance(query, &vector),
-                    None => approximate,
-                };
+                let distance = self
+                    .cached_distance(rtxn, id, query)?
+                    .unwrap_or(approximate);
                 scored.push((id, distance));
             }
             scored.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
@@ -353,12 +396,19 @@ mod tests {
             let exact = cosine_distance(&a, &b);
             let kept = cosine_distance(&stored, &b);
             assert!((exact - kept).abs() < 2e-3, "{exact} vs {kept}");
+            // Read in place, the same distance as the decoded vector's.
+            let in_place = quantized_cosine_distance(&b, &quantized_bytes(&a)).unwrap();
+            assert!((in_place - kept).abs() < 1e-5, "{in_place} vs {kept}");
         }
         assert_eq!(
             dequantized_vector(&quantized_bytes(&[0.0; 8])),
             vec![0.0; 8]
         );
         assert!(dequantized_vector(&[1, 2]).is_empty());
+        assert_eq!(
+            quantized_cosine_distance(&[1.0; 3], &quantized_bytes(&[1.0; 4])),
+            None
+        );
     }
 
     #[test]
