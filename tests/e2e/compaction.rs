@@ -1,5 +1,6 @@
-//! Compacting a project's LMDB file (on open, when it is mostly free pages), with the daemon
-//! killed at each step of it: no vector is lost, none is left dangling.
+//! Giving space back when a project's store opens, with the daemon killed at each step:
+//! compacting its LMDB file (when it is mostly free pages) and dropping cached vectors of
+//! text no chunk has any more. No vector is lost, none is left dangling.
 
 use std::time::Duration;
 
@@ -25,6 +26,34 @@ fn module(i: usize, version: usize) -> String {
         ));
     }
     text
+}
+
+/// Start the daemon with `vars` (each a set of settings), its log in `log`.
+fn daemon_logging_to(
+    env: &TestEnv,
+    log: &std::path::Path,
+    vars: &[&[(&str, &str)]],
+) -> std::process::Child {
+    let mut command = env.command("amanmcpd");
+    for set in vars {
+        command.envs(set.iter().copied());
+    }
+    let daemon = command
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .unwrap();
+    let pid = daemon.id() as i32;
+    env.wait_for(Duration::from_secs(20), "the daemon to listen", || {
+        env.daemon_pid() == Some(pid)
+    });
+    daemon
+}
+
+/// Stop the daemon amanctl may have started after a crash.
+fn stop_any_daemon(env: &TestEnv) {
+    if env.daemon_pid().is_some() {
+        env.stop_daemon();
+    }
 }
 
 /// Files left behind by a compaction under the data directory.
@@ -89,19 +118,17 @@ fn a_daemon_killed_while_compacting_loses_no_vector() {
             End::CrashAt(point) => point,
             _ => "",
         };
-        let mut daemon = env
-            .command("amanmcpd")
-            .envs(vars("0"))
-            .env("AMANMCP_CRASH_AT", crash_at)
-            .stderr(std::fs::File::create(&log_path).unwrap())
-            .spawn()
-            .unwrap();
-        let pid = daemon.id() as i32;
-        env.wait_for(Duration::from_secs(20), "the daemon to listen", || {
-            env.daemon_pid() == Some(pid)
-        });
+        let mut daemon = daemon_logging_to(
+            &env,
+            &log_path,
+            &[&vars("0"), &[("AMANMCP_CRASH_AT", crash_at)]],
+        );
+        // With the daemon's settings: when the daemon dies under it, amanctl starts another,
+        // which must be the same daemon.
         let mut opener = env
             .command("amanctl")
+            .envs(vars("0"))
+            .env("AMANMCP_CRASH_AT", crash_at)
             .args(["index", "--no-wait"])
             .arg(&root)
             .stdout(std::process::Stdio::null())
@@ -131,8 +158,8 @@ fn a_daemon_killed_while_compacting_loses_no_vector() {
             }
         }
         let _ = daemon.wait();
-        let _ = opener.kill();
         let _ = opener.wait();
+        stop_any_daemon(&env);
 
         // Whatever point it died at, the index opens whole, every chunk has its vector, and
         // none had to be embedded or taken from the shared cache again.
@@ -157,4 +184,83 @@ fn a_daemon_killed_while_compacting_loses_no_vector() {
         env.stop_daemon();
         let _ = daemon.wait();
     }
+}
+
+#[test]
+fn stale_cached_vectors_are_dropped_at_open_and_a_crash_meanwhile_loses_nothing() {
+    let server = FakeEmbedServer::start(&["model-a"]);
+    let env = TestEnv::new();
+    let files: Vec<(String, String)> = (0..120)
+        .map(|i| (format!("pkg/m{i}.py"), module(i, 0)))
+        .collect();
+    let root = env.project("proj", &files);
+    let url: &'static str = server.url().leak();
+    let vars = [
+        ("AMANMCP_EMBEDDER", "ollama"),
+        ("AMANMCP_EMBED_URL", url),
+        ("AMANMCP_EMBED_MODEL", "model-a"),
+        ("AMANMCP_COMPACT_MIN_MB", NEVER),
+        ("AMANMCP_WATCH", "0"),
+    ];
+    // Four versions of every file: the earlier versions' vectors stay in the project's cache
+    // (three stale ones for each live one, past the few hundred the store tolerates).
+    for version in 0..4 {
+        if version > 0 {
+            for i in 0..120 {
+                std::fs::write(root.join(format!("pkg/m{i}.py")), module(i, version)).unwrap();
+            }
+        }
+        let mut daemon = env.start_daemon_with(&vars);
+        assert!(env.amanctl_on(&root, &["index", "--no-wait"]).ok());
+        env.wait_ready();
+        env.stop_daemon();
+        let _ = daemon.wait();
+    }
+    let embedded_before = server.documents();
+    // Dropping them, the daemon dies just before the transaction commits. amanctl gets the
+    // same settings: when the daemon dies under it, it starts another, which must be the
+    // same daemon (and dies at the same point).
+    let crash = [("AMANMCP_CRASH_AT", "stale_vectors_dropped")];
+    let log_path = env.path().join("collect-crash.log");
+    let mut daemon = daemon_logging_to(&env, &log_path, &[&vars, &crash]);
+    let opened = env
+        .command("amanctl")
+        .envs(vars)
+        .envs(crash)
+        .args(["index", "--no-wait"])
+        .arg(&root)
+        .output()
+        .unwrap();
+    drop(opened);
+    let status = exit_within(&mut daemon, Duration::from_secs(20));
+    let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+    assert!(status.is_some_and(|s| !s.success()), "{status:?}\n{log}");
+    assert!(log.contains("stale_vectors_dropped"), "{log}");
+    stop_any_daemon(&env);
+
+    // The next start drops them for good; the index is whole, every chunk has its vector
+    // and none was embedded again or taken from the shared cache.
+    let log_path = env.path().join("collect.log");
+    let mut daemon = daemon_logging_to(&env, &log_path, &[&vars]);
+    env.verify_ok(&root, "after the stale vectors were dropped");
+    let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+    assert!(log.contains("dropped stale cached vectors"), "{log}");
+    env.wait_ready();
+    let status = env.project_status();
+    assert_eq!(
+        status["embedding"]["embedded"], status["chunks"],
+        "{status}"
+    );
+    assert_eq!(status["embedding"]["from_shared_cache"], 0, "{status}");
+    assert_eq!(server.documents(), embedded_before, "re-embedded");
+    env.stop_daemon();
+    let _ = daemon.wait();
+    // Nothing stale is left to drop.
+    let log_path = env.path().join("collect-again.log");
+    let mut daemon = daemon_logging_to(&env, &log_path, &[&vars]);
+    env.verify_ok(&root, "after a restart");
+    let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+    assert!(!log.contains("dropped stale cached vectors"), "{log}");
+    env.stop_daemon();
+    let _ = daemon.wait();
 }

@@ -106,10 +106,13 @@ pub struct Store {
 }
 
 impl Store {
-    /// Open (creating if needed) the environment in `dir`, compacting its file first when it
-    /// is mostly free pages (see `compact`).
+    /// Open (creating if needed) the environment in `dir`, dropping cached vectors of text no
+    /// chunk has any more, then compacting its file when it is mostly free pages (see
+    /// `compact`). Both run before the project's writer exists.
     pub fn open(dir: &Path) -> Result<Store, IndexError> {
-        compact::compacted(Store::open_env(dir)?)
+        let store = Store::open_env(dir)?;
+        store.collect_stale_vectors()?;
+        compact::compacted(store)
     }
 
     fn open_env(dir: &Path) -> Result<Store, IndexError> {

@@ -54,6 +54,10 @@ pub(crate) fn dequantized_vector(bytes: &[u8]) -> Vec<f32> {
     values.iter().map(|b| f32::from(*b as i8) * scale).collect()
 }
 
+/// Stale cached vectors (text no chunk has any more) are dropped at open once there are more
+/// than this many and more than a quarter of the live ones.
+const MIN_STALE: u64 = 256;
+
 /// Candidates the sign-bit graph returns per result asked for, re-scored exactly. Two
 /// saved sympy's hybrid queries 1.1 ms but cost semble's curl .028 NDCG@10 (bench/README).
 const RESCORE_FACTOR: usize = 3;
@@ -90,6 +94,44 @@ fn quantized_cosine_distance(query: &[f32], bytes: &[u8]) -> Option<f32> {
 }
 
 impl Store {
+    /// Drop the cached vectors of text no chunk has any more (left by edits: the cache is
+    /// keyed by text, so every edit leaves one behind), once they are many. One write
+    /// transaction: a crash leaves the cache as it was. Called at open, before the project's
+    /// writer exists. Returns how many were dropped.
+    pub(super) fn collect_stale_vectors(&self) -> Result<u64, IndexError> {
+        let (live, cached) = self.read(|rtxn| {
+            let mut live = HashSet::new();
+            for item in self.chunks.remap_data_type::<Bytes>().iter(rtxn)? {
+                if let Some(hash) = super::codec::chunk_hash(item?.1) {
+                    live.insert(hash);
+                }
+            }
+            Ok((live, self.embed_cache.len(rtxn)?))
+        })?;
+        let stale = cached.saturating_sub(live.len() as u64);
+        if stale <= MIN_STALE || stale <= live.len() as u64 / 4 {
+            return Ok(0);
+        }
+        let dropped = self.ctx((|| {
+            let mut wtxn = self.env.write_txn()?;
+            let mut gone = Vec::new();
+            for item in self.embed_cache.iter(&wtxn)? {
+                let (hash, _) = item?;
+                if !live.contains(&hash) {
+                    gone.push(hash);
+                }
+            }
+            for hash in &gone {
+                self.embed_cache.delete(&mut wtxn, hash)?;
+            }
+            crate::crash::point("stale_vectors_dropped");
+            wtxn.commit()?;
+            Ok::<_, Fail>(gone.len() as u64)
+        })())?;
+        tracing::info!(dir = %self.path.display(), dropped, kept = live.len(), "dropped stale cached vectors");
+        Ok(dropped)
+    }
+
     /// The model whose vectors this index holds, if recorded.
     pub fn vector_model(&self) -> Result<Option<String>, IndexError> {
         self.read(|rtxn| {
