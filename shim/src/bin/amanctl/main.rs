@@ -156,11 +156,22 @@ enum McpCommand {
 
 fn main() -> ExitCode {
     // Like other command-line tools, end quietly when the reader of our output goes away
-    // (`amanctl verify | head`) instead of panicking on the broken pipe.
-    // SAFETY: restoring a signal's default disposition at start-up, before any thread exists.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
+    // (`amanctl verify | head`) instead of panicking on the broken pipe. Not by restoring
+    // SIGPIPE's default: that signal also comes from the daemon's socket when the daemon
+    // closes it mid-request (it is stopping), and must be an error amanctl reports.
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        report(info)
+    }));
     let args = Args::parse();
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
