@@ -28,6 +28,51 @@ fn module(i: usize, version: usize) -> String {
     text
 }
 
+/// A loopback embedding server and a test environment with one project of 120 modules;
+/// the server's URL, for the daemon's settings.
+fn project_of_modules() -> (FakeEmbedServer, TestEnv, std::path::PathBuf, &'static str) {
+    let server = FakeEmbedServer::start(&["model-a"]);
+    let env = TestEnv::new();
+    let files: Vec<(String, String)> = (0..120)
+        .map(|i| (format!("pkg/m{i}.py"), module(i, 0)))
+        .collect();
+    let root = env.project("proj", &files);
+    let url: &'static str = server.url().leak();
+    (server, env, root, url)
+}
+
+/// Index `root` with a daemon started with `vars`, wait until every chunk has its vector,
+/// and stop it.
+fn index_and_stop(env: &TestEnv, root: &std::path::Path, vars: &[(&str, &str)]) {
+    let mut daemon = env.start_daemon_with(vars);
+    assert!(env.amanctl_on(root, &["index", "--no-wait"]).ok());
+    env.wait_ready();
+    env.stop_daemon();
+    let _ = daemon.wait();
+}
+
+/// The running daemon's project has every chunk's vector, and none was embedded again
+/// (the embedder saw `embedded_before` documents in all) or taken from the shared cache.
+fn assert_every_vector_kept(
+    env: &TestEnv,
+    server: &FakeEmbedServer,
+    embedded_before: usize,
+    when: &str,
+) {
+    env.wait_ready();
+    let status = env.project_status();
+    assert_eq!(
+        status["embedding"]["embedded"], status["chunks"],
+        "{when}: {status}"
+    );
+    assert_eq!(status["embedding"]["pending"], 0, "{when}: {status}");
+    assert_eq!(
+        status["embedding"]["from_shared_cache"], 0,
+        "{when}: {status}"
+    );
+    assert_eq!(server.documents(), embedded_before, "{when}: re-embedded");
+}
+
 /// Start the daemon with `vars` (each a set of settings), its log in `log`.
 fn daemon_logging_to(
     env: &TestEnv,
@@ -70,13 +115,7 @@ fn leftovers(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
 
 #[test]
 fn a_daemon_killed_while_compacting_loses_no_vector() {
-    let server = FakeEmbedServer::start(&["model-a"]);
-    let env = TestEnv::new();
-    let files: Vec<(String, String)> = (0..120)
-        .map(|i| (format!("pkg/m{i}.py"), module(i, 0)))
-        .collect();
-    let root = env.project("proj", &files);
-    let url: &'static str = server.url().leak();
+    let (server, env, root, url) = project_of_modules();
     let vars = |min_mb: &'static str| {
         [
             ("AMANMCP_EMBEDDER", "ollama"),
@@ -105,11 +144,7 @@ fn a_daemon_killed_while_compacting_loses_no_vector() {
                 std::fs::write(root.join(format!("pkg/m{i}.py")), module(i, round)).unwrap();
             }
         }
-        let mut daemon = env.start_daemon_with(&vars(NEVER));
-        assert!(env.amanctl_on(&root, &["index", "--no-wait"]).ok());
-        env.wait_ready();
-        env.stop_daemon();
-        let _ = daemon.wait();
+        index_and_stop(&env, &root, &vars(NEVER));
         let embedded_before = server.documents();
 
         // Reopen with compaction on: the project's first use opens its store.
@@ -166,18 +201,7 @@ fn a_daemon_killed_while_compacting_loses_no_vector() {
         let mut daemon = env.start_daemon_with(&vars(NEVER));
         let when = format!("after round {round} ({end:?})");
         env.verify_ok(&root, &when);
-        env.wait_ready();
-        let status = env.project_status();
-        assert_eq!(
-            status["embedding"]["embedded"], status["chunks"],
-            "{when}: {status}"
-        );
-        assert_eq!(status["embedding"]["pending"], 0, "{when}: {status}");
-        assert_eq!(
-            status["embedding"]["from_shared_cache"], 0,
-            "{when}: {status}"
-        );
-        assert_eq!(server.documents(), embedded_before, "{when}: re-embedded");
+        assert_every_vector_kept(&env, &server, embedded_before, &when);
         let mut left = Vec::new();
         leftovers(&env.data_dir(), &mut left);
         assert!(left.is_empty(), "{when}: {left:?}");
@@ -188,13 +212,7 @@ fn a_daemon_killed_while_compacting_loses_no_vector() {
 
 #[test]
 fn stale_cached_vectors_are_dropped_at_open_and_a_crash_meanwhile_loses_nothing() {
-    let server = FakeEmbedServer::start(&["model-a"]);
-    let env = TestEnv::new();
-    let files: Vec<(String, String)> = (0..120)
-        .map(|i| (format!("pkg/m{i}.py"), module(i, 0)))
-        .collect();
-    let root = env.project("proj", &files);
-    let url: &'static str = server.url().leak();
+    let (server, env, root, url) = project_of_modules();
     let vars = [
         ("AMANMCP_EMBEDDER", "ollama"),
         ("AMANMCP_EMBED_URL", url),
@@ -210,11 +228,7 @@ fn stale_cached_vectors_are_dropped_at_open_and_a_crash_meanwhile_loses_nothing(
                 std::fs::write(root.join(format!("pkg/m{i}.py")), module(i, version)).unwrap();
             }
         }
-        let mut daemon = env.start_daemon_with(&vars);
-        assert!(env.amanctl_on(&root, &["index", "--no-wait"]).ok());
-        env.wait_ready();
-        env.stop_daemon();
-        let _ = daemon.wait();
+        index_and_stop(&env, &root, &vars);
     }
     let embedded_before = server.documents();
     // Dropping them, the daemon dies just before the transaction commits. amanctl gets the
@@ -245,14 +259,7 @@ fn stale_cached_vectors_are_dropped_at_open_and_a_crash_meanwhile_loses_nothing(
     env.verify_ok(&root, "after the stale vectors were dropped");
     let log = std::fs::read_to_string(&log_path).unwrap_or_default();
     assert!(log.contains("dropped stale cached vectors"), "{log}");
-    env.wait_ready();
-    let status = env.project_status();
-    assert_eq!(
-        status["embedding"]["embedded"], status["chunks"],
-        "{status}"
-    );
-    assert_eq!(status["embedding"]["from_shared_cache"], 0, "{status}");
-    assert_eq!(server.documents(), embedded_before, "re-embedded");
+    assert_every_vector_kept(&env, &server, embedded_before, "after the drop");
     env.stop_daemon();
     let _ = daemon.wait();
     // Nothing stale is left to drop.
