@@ -99,15 +99,23 @@ impl Store {
     /// transaction: a crash leaves the cache as it was. Called at open, before the project's
     /// writer exists. Returns how many were dropped.
     pub(super) fn collect_stale_vectors(&self) -> Result<u64, IndexError> {
-        let (live, cached) = self.read(|rtxn| {
+        let Some((live, cached)) = self.read(|rtxn| {
+            // A cache this small cannot hold enough stale vectors: no scan at start-up.
+            let cached = self.embed_cache.len(rtxn)?;
+            if cached <= MIN_STALE {
+                return Ok(None);
+            }
             let mut live = HashSet::new();
             for item in self.chunks.remap_data_type::<Bytes>().iter(rtxn)? {
                 if let Some(hash) = super::codec::chunk_hash(item?.1) {
                     live.insert(hash);
                 }
             }
-            Ok((live, self.embed_cache.len(rtxn)?))
-        })?;
+            Ok(Some((live, cached)))
+        })?
+        else {
+            return Ok(0);
+        };
         let stale = cached.saturating_sub(live.len() as u64);
         if stale <= MIN_STALE || stale <= live.len() as u64 / 4 {
             return Ok(0);
