@@ -38,6 +38,9 @@ pub struct Options {
     /// Where to check the repositories out (default: a temporary directory).
     #[arg(long)]
     pub workdir: Option<PathBuf>,
+    /// Write each answer (issue, query form, mode, gold files, top 20 files) as a JSON line.
+    #[arg(long)]
+    pub dump: Option<PathBuf>,
 }
 
 struct Issue {
@@ -211,6 +214,10 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         by_repo.entry(issue.repo.clone()).or_default().push(issue);
     }
     let mut tallies: BTreeMap<(String, String), Tally> = BTreeMap::new();
+    let mut dump = match &options.dump {
+        Some(path) => Some(std::io::BufWriter::new(std::fs::File::create(path)?)),
+        None => None,
+    };
     let started = Instant::now();
     let mut n_run = 0;
     for (repo, mut repo_issues) in by_repo {
@@ -301,11 +308,23 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
                         .into_inner();
                     let ms = t.elapsed().as_secs_f64() * 1e3;
                     let tally = tallies.entry((form.to_string(), mode.clone())).or_default();
-                    score(tally, issue, &reply, options.only_ext.as_deref());
+                    let files = score(tally, issue, &reply, options.only_ext.as_deref());
                     tally.latencies.push(ms);
+                    if let Some(out) = dump.as_mut() {
+                        use std::io::Write;
+                        let line = serde_json::json!({
+                            "id": issue.id, "form": form, "mode": mode,
+                            "gold": issue.gold_files, "files": files,
+                        });
+                        writeln!(out, "{line}")?;
+                    }
                 }
             }
         }
+    }
+    if let Some(mut out) = dump {
+        use std::io::Write;
+        out.flush()?;
     }
     drop(daemon);
     println!(
@@ -337,7 +356,13 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn score(tally: &mut Tally, issue: &Issue, reply: &pb::SearchReply, only_ext: Option<&str>) {
+/// Adds one answer to `tally`; returns its first 20 distinct files.
+fn score(
+    tally: &mut Tally,
+    issue: &Issue,
+    reply: &pb::SearchReply,
+    only_ext: Option<&str>,
+) -> Vec<String> {
     let keep = |path: &str| only_ext.is_none_or(|ext| path.ends_with(&format!(".{ext}")));
     let mut files: Vec<&str> = Vec::new();
     for hit in reply.results.iter().filter(|h| keep(&h.path)) {
@@ -370,4 +395,5 @@ fn score(tally: &mut Tally, issue: &Issue, reply: &pb::SearchReply, only_ext: Op
             tally.chunk_hit[i] += 1.0;
         }
     }
+    files.iter().take(20).map(|f| f.to_string()).collect()
 }

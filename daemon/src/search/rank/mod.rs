@@ -182,7 +182,10 @@ impl Profile {
             .windows(3)
             .map(|three| three.iter().filter_map(|w| w.chars().next()).collect())
             .collect();
-        let wants_secondary = words.iter().any(|w| SECONDARY_WORDS.contains(&w.as_str()));
+        // A pasted issue names tests and docs as context (the failing test, the page that
+        // shows the bug); what it asks to change is code.
+        let wants_secondary =
+            kind != QueryKind::Issue && words.iter().any(|w| SECONDARY_WORDS.contains(&w.as_str()));
         Profile {
             kind,
             names,

@@ -115,6 +115,28 @@ fn query_kinds() {
 }
 
 #[test]
+fn a_pasted_issue_naming_its_failing_test_still_asks_for_code() {
+    let issue = format!(
+        "Parsing a header with a trailing comma crashes. {} The test test_parse_header fails \
+         and the docs example shows the same.",
+        "It used to work before the last release. ".repeat(6)
+    );
+    let profile = Profile::new(&issue);
+    assert_eq!(profile.kind, QueryKind::Issue);
+    assert!(!profile.wants_secondary);
+    let hits = vec![
+        hit("tests/test_parse.py", 1.0),
+        hit("docs/example.rst", 0.9),
+        hit("src/parse.py", 0.6),
+    ];
+    let ranked: Vec<String> = rank(&profile, hits, &Symbols(vec![]))
+        .into_iter()
+        .map(|h| h.path)
+        .collect();
+    assert_eq!(ranked[0], "src/parse.py");
+}
+
+#[test]
 fn an_identifier_query_puts_its_definition_first() {
     let hits = vec![hit("src/user.rs", 1.0), hit("src/de.rs", 0.5)];
     let symbols = Symbols(vec![("src/de.rs", "Deserialize")]);
