@@ -141,7 +141,11 @@ impl Searcher<'_> {
         }
         let filters = self.filters(params)?;
         let mentioned = self.mentioned_files(&params.query)?;
+        let profile = rank::Profile::new(&params.query);
         let mut terms = query::weighted_terms(&params.query);
+        if profile.kind == rank::QueryKind::Issue {
+            query::weight_title(&mut terms, &params.query);
+        }
         // Prose says `threads`, `scheduled`; code says `thread`, `scheduler`.
         if terms.len() <= fusion::LONG_QUERY_TERMS {
             query::add_variants(&mut terms, |form| self.index.lexical.doc_share(form) > 0.0);
@@ -157,7 +161,6 @@ impl Searcher<'_> {
             mentioned: &mentioned,
         };
         let depth = (params.offset + params.limit).max(FUSION_DEPTH);
-        let profile = rank::Profile::new(&params.query);
         // BM25's candidates through the ranking stage, paged.
         let ranked_page = |hits: Vec<LexicalHit>, total: usize, semantic: Semantic| {
             let hits = self.ranked(&profile, hits);

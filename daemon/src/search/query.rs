@@ -93,6 +93,22 @@ pub fn weighted_terms(text: &str) -> Vec<(String, f32)> {
         .collect()
 }
 
+/// Weight of a pasted issue's title terms relative to its body's.
+pub const TITLE_WEIGHT: f32 = 3.0;
+
+/// Scale by [`TITLE_WEIGHT`] the terms of `text`'s first non-blank line (a pasted issue's
+/// title: its one-line summary, while the body adds logs, versions and reproduction steps).
+pub fn weight_title(terms: &mut [(String, f32)], text: &str) {
+    let title = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let title_terms: std::collections::HashSet<String> =
+        tokenizer::tokens(title).into_iter().collect();
+    for (term, weight) in terms.iter_mut() {
+        if title_terms.contains(term.as_str()) {
+            *weight *= TITLE_WEIGHT;
+        }
+    }
+}
+
 /// Other forms of an English word that code spells differently: `threads` -> `thread`,
 /// `entries` -> `entry`, `scheduled` -> `schedule`, `schedul`, `spawned` -> `spawn`,
 /// `running` -> `run`, and the agent noun of each base (`schedule` -> `scheduler`).
@@ -267,6 +283,18 @@ mod tests {
             ["src/lib.rs", "login.py"]
         );
         assert!(path_mentions("version 1.2.3 of numpy.linalg").is_empty());
+    }
+
+    #[test]
+    fn a_pasted_issue_s_title_terms_weigh_more() {
+        let text = "\n  Linkcheck reports anchors\nThe server said 404 for the anchor.\n";
+        let mut terms = weighted_terms(text);
+        weight_title(&mut terms, text);
+        let weight = |t: &str| terms.iter().find(|(x, _)| x == t).map(|(_, w)| *w);
+        assert_eq!(weight("linkcheck"), Some(TITLE_WEIGHT));
+        assert_eq!(weight("anchors"), Some(TITLE_WEIGHT));
+        assert_eq!(weight("server"), Some(1.0));
+        assert_eq!(weight("404"), Some(1.0));
     }
 
     #[test]
