@@ -161,8 +161,23 @@ pub(super) fn is_secondary_path(path: &str) -> bool {
         || stem.ends_with("_pb2")
         || file.ends_with(".pb.go")
         || file.ends_with(".generated.cs")
+        || versioned(file)
         || file.ends_with(".md")
         || file.ends_with(".rst")
         || file.ends_with(".txt");
     dir_hit || file_hit
+}
+
+/// A file name carrying a release number (`jquery-3.5.1.js`, `d3-7.8.min.js`): a copy of a
+/// library, not the project's code.
+fn versioned(file: &str) -> bool {
+    file.match_indices(['-', '_']).any(|(at, _)| {
+        let rest = &file[at + 1..];
+        let major = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        major > 0
+            && rest[major..].starts_with('.')
+            && rest[major + 1..].starts_with(|c: char| c.is_ascii_digit())
+    })
 }

@@ -115,6 +115,22 @@ fn query_kinds() {
 }
 
 #[test]
+fn copies_of_libraries_named_with_their_release_rank_lower() {
+    let hits = vec![
+        hit("static/jquery-3.5.1.js", 1.0),
+        hit("src/anchor.js", 0.5),
+    ];
+    assert_eq!(
+        order("anchor scrolling", hits, Symbols(vec![]))[0],
+        "src/anchor.js"
+    );
+    assert!(is_secondary_path("vendor/d3_7.8.min.js"));
+    assert!(!is_secondary_path("src/http2.rs"));
+    assert!(!is_secondary_path("src/utf-8.c"));
+    assert!(!is_secondary_path("lib/v1.2/api.py"));
+}
+
+#[test]
 fn a_pasted_issue_naming_its_failing_test_still_asks_for_code() {
     let issue = format!(
         "Parsing a header with a trailing comma crashes. {} The test test_parse_header fails \
