@@ -8,7 +8,8 @@
 //! - *file names*: query words naming the file (`broadcast` -> `sync/broadcast.rs`, plurals
 //!   and prefixes) or its directory;
 //! - *path priors*: tests, examples, docs, benchmarks, vendored and generated code rank lower
-//!   unless the query asks for them; re-export files (`__init__.py`, `index.ts`, `mod.rs`
+//!   unless the query asks for them (a pasted issue never does: it names its failing test
+//!   as context); re-export files (`__init__.py`, `index.ts`, `mod.rs`
 //!   holding only imports) too;
 //! - *file evidence*: a file with several matching chunks is likely the place: part of its
 //!   other chunks' scores flows to each of its chunks;
