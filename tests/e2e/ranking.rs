@@ -1,5 +1,6 @@
 //! The ranking stage through the real binaries: a definition outranks files that only use
-//! the name, and source outranks tests and docs that repeat the query's words.
+//! the name, and source outranks tests and docs that repeat the query's words (also when a
+//! pasted issue quotes its failing test).
 
 use amanmcp_tests::{Shim, TestEnv, result_paths as paths};
 use serde_json::json;
@@ -158,4 +159,50 @@ fn prose_finds_the_forms_code_uses() {
         json!({"query": "how tasks are scheduled onto threads", "mode": "lexical"}),
     );
     assert_eq!(paths(&reply), ["src/runtime/scheduler.rs"], "{reply}");
+}
+
+/// A pasted issue (title, then over 40 words) that quotes its failing test and points at
+/// the guide.
+const ISSUE: &str = "Broadcast Sender::send loses values for slow receivers
+
+When a receiver is slow, `Sender::send` reports it delivered the value but the receiver
+never sees it. Our test below fails about one time in ten on CI, and the docs guide says
+receivers may lag but not that values are lost without an error.
+
+```
+#[test]
+fn every_receiver_gets_each_value() {
+    let (tx, rx1, rx2) = channel();
+    tx.send(1);
+    assert_eq!(rx1.recv(), 1);
+    assert_eq!(rx2.recv(), 1);
+}
+```
+
+Seen on version 1.4 and on main.
+";
+
+#[test]
+fn a_pasted_issue_finds_the_code_not_the_test_it_quotes() {
+    let env = TestEnv::new();
+    let root = ranked_project(&env);
+    let mut shim = Shim::start(&env, &root);
+    shim.initialize();
+    shim.search_until("Deserialize", "src/de.rs");
+    for mode in ["lexical", "hybrid"] {
+        let reply = shim.call_tool("search", json!({"query": ISSUE, "mode": mode}));
+        let ranked = paths(&reply);
+        assert_eq!(ranked[0], "src/sync/broadcast.rs", "{mode}: {reply}");
+        let results = reply["result"]["structuredContent"]["results"]
+            .as_array()
+            .unwrap();
+        let test = results
+            .iter()
+            .find(|r| r["path"] == "tests/broadcast_test.rs")
+            .expect("the quoted test is still found");
+        assert!(
+            test["why"].to_string().contains("(lower)"),
+            "{mode}: {test}"
+        );
+    }
 }
