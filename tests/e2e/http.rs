@@ -256,7 +256,9 @@ fn the_status_page_follows_a_project_live_in_headless_chromium() {
         png.len()
     );
 
-    // The metrics count what the page and amanctl asked, and show the project.
+    // The metrics count what the page and amanctl asked, and show the project, ready once
+    // the file the page saw arrive has its vector too.
+    env.wait_ready();
     let bearer = format!("Bearer {token}");
     let reply = http_request(addr, "GET", "/metrics", &[("Authorization", &bearer)], "");
     assert_eq!(reply.status, 200, "{reply:?}");
