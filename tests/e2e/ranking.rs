@@ -3,7 +3,7 @@
 //! pasted issue quotes its failing test).
 
 use amanmcp_tests::{Shim, TestEnv, result_paths as paths};
-use serde_json::json;
+use serde_json::{Value, json};
 
 const DE_RS: &str = "/// A data structure that can be deserialized.
 pub trait Deserialize: Sized {
@@ -59,13 +59,28 @@ fn ranked_project(env: &TestEnv) -> std::path::PathBuf {
     env.project("proj", &files)
 }
 
+/// A shim (with `vars`) on [`ranked_project`], once it is searchable.
+fn ranked_shim(env: &TestEnv, vars: &[(&str, &std::ffi::OsStr)]) -> Shim {
+    let root = ranked_project(env);
+    let mut shim = Shim::start_with(env, &root, vars);
+    shim.initialize();
+    shim.search_until("Deserialize", "src/de.rs");
+    shim
+}
+
+/// The structured result for `path` in a search reply, if listed.
+fn result_for<'a>(reply: &'a Value, path: &str) -> Option<&'a Value> {
+    reply["result"]["structuredContent"]["results"]
+        .as_array()
+        .expect("structured results")
+        .iter()
+        .find(|r| r["path"] == path)
+}
+
 #[test]
 fn the_ranking_stage_puts_definitions_and_source_first() {
     let env = TestEnv::new();
-    let root = ranked_project(&env);
-    let mut shim = Shim::start(&env, &root);
-    shim.initialize();
-    shim.search_until("Deserialize", "src/de.rs");
+    let mut shim = ranked_shim(&env, &[]);
 
     for mode in ["lexical", "hybrid"] {
         let reply = shim.call_tool("search", json!({"query": "Deserialize", "mode": mode}));
@@ -83,12 +98,7 @@ fn the_ranking_stage_puts_definitions_and_source_first() {
             json!({"query": "broadcast channel receivers", "mode": mode}),
         );
         assert_eq!(paths(&reply)[0], "src/sync/broadcast.rs", "{mode}: {reply}");
-        let results = reply["result"]["structuredContent"]["results"]
-            .as_array()
-            .unwrap();
-        let test = results
-            .iter()
-            .find(|r| r["path"] == "tests/broadcast_test.rs");
+        let test = result_for(&reply, "tests/broadcast_test.rs");
         assert!(
             test.is_none_or(|t| t["why"].to_string().contains("(lower)")),
             "{mode}: {reply}"
@@ -110,11 +120,8 @@ fn the_ranking_stage_puts_definitions_and_source_first() {
 #[test]
 fn without_vectors_the_default_mode_still_ranks() {
     let env = TestEnv::new();
-    let root = ranked_project(&env);
     let off = std::ffi::OsStr::new("off");
-    let mut shim = Shim::start_with(&env, &root, &[("AMANMCP_EMBEDDER", off)]);
-    shim.initialize();
-    shim.search_until("Deserialize", "src/de.rs");
+    let mut shim = ranked_shim(&env, &[("AMANMCP_EMBEDDER", off)]);
     // BM25 alone puts the guide first: it repeats the words most.
     let reply = shim.call_tool("search", json!({"query": "broadcast channel receivers"}));
     assert_eq!(paths(&reply)[0], "src/sync/broadcast.rs", "{reply}");
@@ -185,21 +192,12 @@ Seen on version 1.4 and on main.
 #[test]
 fn a_pasted_issue_finds_the_code_not_the_test_it_quotes() {
     let env = TestEnv::new();
-    let root = ranked_project(&env);
-    let mut shim = Shim::start(&env, &root);
-    shim.initialize();
-    shim.search_until("Deserialize", "src/de.rs");
+    let mut shim = ranked_shim(&env, &[]);
     for mode in ["lexical", "hybrid"] {
         let reply = shim.call_tool("search", json!({"query": ISSUE, "mode": mode}));
-        let ranked = paths(&reply);
-        assert_eq!(ranked[0], "src/sync/broadcast.rs", "{mode}: {reply}");
-        let results = reply["result"]["structuredContent"]["results"]
-            .as_array()
-            .unwrap();
-        let test = results
-            .iter()
-            .find(|r| r["path"] == "tests/broadcast_test.rs")
-            .expect("the quoted test is still found");
+        assert_eq!(paths(&reply)[0], "src/sync/broadcast.rs", "{mode}: {reply}");
+        let test =
+            result_for(&reply, "tests/broadcast_test.rs").expect("the quoted test is still found");
         assert!(
             test["why"].to_string().contains("(lower)"),
             "{mode}: {test}"

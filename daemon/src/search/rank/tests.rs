@@ -145,11 +145,7 @@ fn a_pasted_issue_naming_its_failing_test_still_asks_for_code() {
         hit("docs/example.rst", 0.9),
         hit("src/parse.py", 0.6),
     ];
-    let ranked: Vec<String> = rank(&profile, hits, &Symbols(vec![]))
-        .into_iter()
-        .map(|h| h.path)
-        .collect();
-    assert_eq!(ranked[0], "src/parse.py");
+    assert_eq!(order(&issue, hits, Symbols(vec![]))[0], "src/parse.py");
 }
 
 #[test]
