@@ -4,6 +4,7 @@
 //! only what changed between neighbouring commits (as it would for a developer).
 
 use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -311,7 +312,6 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
                     let files = score(tally, issue, &reply, options.only_ext.as_deref());
                     tally.latencies.push(ms);
                     if let Some(out) = dump.as_mut() {
-                        use std::io::Write;
                         let line = serde_json::json!({
                             "id": issue.id, "form": form, "mode": mode,
                             "gold": issue.gold_files, "files": files,
@@ -323,7 +323,6 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         }
     }
     if let Some(mut out) = dump {
-        use std::io::Write;
         out.flush()?;
     }
     drop(daemon);
