@@ -492,6 +492,9 @@ const DEFINITION_KEYWORDS: &[&str] = &[
     "fun",
 ];
 
+/// Words that declare a variable: a definition at a file's top level, a local inside a body.
+const LOCAL_KEYWORDS: &[&str] = &["var", "let", "const", "local", "val"];
+
 /// Whether `body` defines `name` (lowercase) by its text: a definition keyword right before
 /// it (`local function pick`, `data StackSet`, `pub const Parser`), or a line starting with
 /// it followed by `=`, `::` or `:` (`withDisplay ::`, `TelescopeGlobalState = {}`). The
@@ -502,22 +505,50 @@ fn defines_in_text(body: &str, name: &str) -> bool {
         return false;
     }
     body.lines().any(|line| {
+        let indented = line.starts_with([' ', '\t']);
         let lower = line.trim_start().to_lowercase();
         let Some(at) = find_word(&lower, name) else {
             return false;
         };
-        let before: Vec<&str> = lower[..at].split_whitespace().collect();
+        let mut before: Vec<&str> = lower[..at].split_whitespace().collect();
         let after = lower[at + name.len()..].trim_start();
+        // A member of a module or object: `function M.pick(`, `res.send = function`.
+        let member = before.last().is_some_and(|w| w.ends_with(['.', ':']));
+        if member {
+            before.pop();
+        }
+        let assigned = (after.starts_with('=') && !after.starts_with("=="))
+            && !IMPORTS
+                .iter()
+                .any(|i| after[1..].trim_start().starts_with(i));
         match before.last() {
+            // An indented `var view` is a local variable, not what the query asks for.
+            Some(word) if indented && LOCAL_KEYWORDS.contains(word) => false,
+            Some(word) if LOCAL_KEYWORDS.contains(word) => assigned || !after.starts_with('='),
             Some(word) => DEFINITION_KEYWORDS.contains(&word.trim_start_matches("pub(crate)")),
+            // `res.send = function send(body)`, not `exports.response = res`.
+            None if member => {
+                !indented
+                    && assigned
+                    && MEMBER_VALUES
+                        .iter()
+                        .any(|v| after[1..].trim_start().starts_with(v))
+            }
             None => {
                 after.starts_with("::")
-                    || (after.starts_with('=') && !after.starts_with("=="))
+                    || assigned
                     || (after.starts_with(':') && !after.starts_with(":="))
             }
         }
     })
 }
+
+/// What a member's value starts with when the assignment defines it.
+const MEMBER_VALUES: &[&str] = &["function", "class", "async", "(", "{"];
+
+/// What an assignment of an import starts with: `const send = require('send')` names
+/// another module, it does not define one.
+const IMPORTS: &[&str] = &["require(", "require ", "import(", "await import("];
 
 /// The byte offset of `word` in `text` as a whole word.
 fn find_word(text: &str, word: &str) -> Option<usize> {

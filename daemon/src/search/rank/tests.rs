@@ -103,6 +103,29 @@ fn definitions_are_read_from_text_where_there_are_no_symbols() {
 }
 
 #[test]
+fn members_assigned_at_top_level_define_and_locals_and_imports_do_not() {
+    // A module's members: Lua's `function M.pick`, JavaScript's `res.send = function`.
+    assert!(defines_in_text("function M.pick(opts)", "pick"));
+    assert!(defines_in_text("res.send = function send(body) {", "send"));
+    assert!(defines_in_text(
+        "var view = exports = module.exports = {}",
+        "view"
+    ));
+    // A local variable inside a body, an alias and an import name other code.
+    assert!(!defines_in_text(
+        "app.render = function render(name) {\n  var view;\n}",
+        "view"
+    ));
+    assert!(!defines_in_text("exports.response = res;", "response"));
+    assert!(!defines_in_text("  this.send = function () {}", "send"));
+    assert!(!defines_in_text("var send = require('send');", "send"));
+    assert!(!defines_in_text(
+        "local pickers = require \"telescope.pickers\"",
+        "pickers"
+    ));
+}
+
+#[test]
 fn query_kinds() {
     assert_eq!(Profile::new("JoinSet").kind, QueryKind::Identifier);
     assert_eq!(Profile::new("Session.request").names, ["request"]);
