@@ -617,6 +617,7 @@ fn is_stopword(word: &str) -> bool {
                 | "handled"
                 | "handles"
                 | "logic"
+                | "works"
         )
 }
 

@@ -232,6 +232,12 @@ fn a_file_named_by_a_query_word_ranks_higher() {
         stem_words("a/HTTPServerError.java"),
         ["http", "server", "error"]
     );
+    // "How X works" asks how, not for `worker.py`.
+    let hits = vec![hit("aiohttp/client.py", 1.0), hit("aiohttp/worker.py", 0.8)];
+    assert_eq!(
+        order("how the async session works", hits, Symbols(vec![])),
+        ["aiohttp/client.py", "aiohttp/worker.py"]
+    );
 }
 
 #[test]
