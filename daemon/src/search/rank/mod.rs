@@ -3,7 +3,7 @@
 //!
 //! Each candidate starts from its retrieval score, scaled so the best is 1, and is
 //! multiplied by evidence, one factor per rule, each named after what it rewards:
-//! - *view*: the chunk defines a name the query asks for (the whole query as an
+//! - *definitions*: the chunk defines a name the query asks for (the whole query as an
 //!   identifier, or a CamelCase / snake_case word inside a sentence);
 //! - *file names*: query words naming the file (`broadcast` -> `sync/broadcast.rs`, plurals
 //!   and prefixes) or its directory;
@@ -496,10 +496,11 @@ const DEFINITION_KEYWORDS: &[&str] = &[
 const LOCAL_KEYWORDS: &[&str] = &["var", "let", "const", "local", "val"];
 
 /// Whether `body` defines `name` (lowercase) by its text: a definition keyword right before
-/// it (`local function pick`, `data StackSet`, `pub const Parser`), or a line starting with
-/// it followed by `=`, `::` or `:` (`withDisplay ::`, `TelescopeGlobalState = {}`). The
-/// fallback for languages without syntax chunking, and for view the syntax walk
-/// does not name.
+/// it (`local function pick`, `data StackSet`, `pub const Parser`, `function M.pick`), or a
+/// line starting with it followed by `=`, `::` or `:` (`withDisplay ::`,
+/// `TelescopeGlobalState = {}`, `res.send = function`). Not a local variable (an indented
+/// `var view`) nor an import (`const send = require('send')`). The fallback for languages
+/// without syntax chunking, and for definitions the syntax walk does not name.
 fn defines_in_text(body: &str, name: &str) -> bool {
     if name.len() < 3 {
         return false;
@@ -517,22 +518,21 @@ fn defines_in_text(body: &str, name: &str) -> bool {
         if member {
             before.pop();
         }
-        let assigned = (after.starts_with('=') && !after.starts_with("=="))
-            && !IMPORTS
-                .iter()
-                .any(|i| after[1..].trim_start().starts_with(i));
+        // The value assigned to it (`= value`, not `==`), and whether that defines it
+        // rather than importing another module.
+        let value = after
+            .strip_prefix('=')
+            .filter(|v| !v.starts_with('='))
+            .map(str::trim_start);
+        let assigned = value.is_some_and(|v| !IMPORTS.iter().any(|i| v.starts_with(i)));
         match before.last() {
             // An indented `var view` is a local variable, not what the query asks for.
             Some(word) if indented && LOCAL_KEYWORDS.contains(word) => false,
-            Some(word) if LOCAL_KEYWORDS.contains(word) => assigned || !after.starts_with('='),
+            Some(word) if LOCAL_KEYWORDS.contains(word) => value.is_none() || assigned,
             Some(word) => DEFINITION_KEYWORDS.contains(&word.trim_start_matches("pub(crate)")),
             // `res.send = function send(body)`, not `exports.response = res`.
             None if member => {
-                !indented
-                    && assigned
-                    && MEMBER_VALUES
-                        .iter()
-                        .any(|v| after[1..].trim_start().starts_with(v))
+                !indented && value.is_some_and(|v| MEMBER_VALUES.iter().any(|m| v.starts_with(m)))
             }
             None => {
                 after.starts_with("::")
