@@ -74,8 +74,9 @@ pub(super) fn defines_in_text(body: &str, name: &str) -> bool {
         let assigned = value.is_some_and(|v| !IMPORTS.iter().any(|i| v.starts_with(i)));
         match before.last() {
             // An indented `var view` is a local variable, not what the query asks for.
-            Some(word) if indented && LOCAL_KEYWORDS.contains(word) => false,
-            Some(word) if LOCAL_KEYWORDS.contains(word) => value.is_none() || assigned,
+            Some(word) if LOCAL_KEYWORDS.contains(word) => {
+                !indented && (value.is_none() || assigned)
+            }
             Some(word) => DEFINITION_KEYWORDS.contains(&word.trim_start_matches("pub(crate)")),
             // `res.send = function send(body)`, not `exports.response = res`.
             None if member => {
