@@ -6,7 +6,8 @@
 //! - *definitions*: the chunk defines a name the query asks for (the whole query as an
 //!   identifier, or a CamelCase / snake_case word inside a sentence);
 //! - *file names*: query words naming the file (`broadcast` -> `sync/broadcast.rs`, plurals
-//!   and prefixes) or its directory;
+//!   and prefixes) or its directory; a name of several words the query spells in a row
+//!   (`syslog handler` -> `SyslogHandler.php`) more so;
 //! - *path priors*: tests, examples, docs, benchmarks, vendored and generated code rank lower
 //!   unless the query asks for them (a pasted issue never does: it names its failing test
 //!   as context); re-export files (`__init__.py`, `index.ts`, `mod.rs`
@@ -25,7 +26,9 @@ use std::collections::HashMap;
 
 use super::query;
 use crate::index::lexical::LexicalHit;
-use paths::{is_secondary_path, names_file, path_parts, singular, stem_words, superseded};
+use paths::{
+    is_secondary_path, names_file, path_parts, singular, spelled_by, stem_words, superseded,
+};
 use text::{defines_in_text, is_reexport};
 
 /// A chunk defining the exact identifier the query is.
@@ -46,6 +49,9 @@ const FILE_NAMED: f32 = 1.6;
 /// project's own name: `curl` -> `curl_share.c`; `request` in an HTTP client); below it, a
 /// file name it matches counts in proportion to its rarity.
 const NAMING_SHARE: f32 = 0.5;
+/// A file whose name of several words is spelled by as many query words in a row, per word
+/// after the first.
+const FILE_SPELLED: f32 = 1.2;
 /// A file whose directory is a query word.
 const DIRECTORY_NAMED: f32 = 1.15;
 /// Tests, examples, docs, benchmarks, fixtures, vendored or generated code.
@@ -432,6 +438,13 @@ fn evidence(
     {
         factor *= FILE_NAMED;
         why.push(format!("file named by `{acronym}`"));
+    }
+    // A file whose whole name the query spells, word by word (`syslog handler` ->
+    // `SyslogHandler.php`), more so the more words it takes (`HttpClientEngine` over
+    // `HttpClient`).
+    if profile.kind == QueryKind::Prose && spelled_by(&profile.words, &words) {
+        factor *= FILE_SPELLED.powi(words.len() as i32 - 1);
+        why.push("file named by the query's words in a row".to_string());
     }
     // A directory named by another word tells apart files of one name (`binding/json.go`
     // from `render/json.go` for "JSON request binding").

@@ -80,6 +80,19 @@ pub(super) fn names_file(word: &str, stem: &str, stem_words: &[String], prefixes
                 .any(|p| p.len() >= 3 && (singular(p) == w || singular(p) == singular(word))))
 }
 
+/// Whether a file name of several words (`stem_words`: [syslog, handler]) is spelled by as
+/// many query words in a row (`syslog handler`, `handlers`, `streaming reader` for
+/// `StreamReader`).
+pub(super) fn spelled_by(query_words: &[String], stem_words: &[String]) -> bool {
+    stem_words.len() >= 2
+        && query_words.windows(stem_words.len()).any(|run| {
+            run.iter().zip(stem_words).all(|(q, w)| {
+                let w = singular(w);
+                singular(q) == w || stem_of(q) == w
+            })
+        })
+}
+
 /// Whether `path` lies in a version directory (`v3/`) beside a newer one (`v4/`), and the
 /// query does not name that version.
 pub(super) fn superseded(path: &str, query_words: &[String], view: &dyn IndexView) -> bool {

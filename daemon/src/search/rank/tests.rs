@@ -331,6 +331,36 @@ fn initials_of_three_words_name_a_file() {
 }
 
 #[test]
+fn a_file_whose_whole_name_the_query_spells_ranks_higher() {
+    let hits = vec![
+        hit("Handler/SyslogUdpHandler.php", 1.0),
+        hit("Handler/SyslogHandler.php", 0.9),
+    ];
+    assert_eq!(
+        order_in(
+            &Project::default(),
+            "syslog handler for system logging",
+            hits
+        ),
+        ["Handler/SyslogHandler.php", "Handler/SyslogUdpHandler.php"]
+    );
+    let words = |q: &str| Profile::new(q).words;
+    let spelled = |q: &str, path: &str| spelled_by(&words(q), &stem_words(path));
+    assert!(spelled(
+        "JSON streaming readers",
+        "stream/JsonStreamReader.java"
+    ));
+    assert!(spelled(
+        "how HTTP redirects are followed",
+        "HttpRedirect.kt"
+    ));
+    assert!(!spelled("JSON stream reader", "JsonReader.java"));
+    assert!(!spelled("a reader of JSON", "JsonReader.java"));
+    // One word is a file named by a query word, not spelled.
+    assert!(!spelled("reader", "reader.rs"));
+}
+
+#[test]
 fn a_directory_named_by_another_word_tells_same_named_files_apart() {
     let hits = vec![hit("render/json.go", 1.0), hit("binding/json.go", 0.9)];
     assert_eq!(
