@@ -109,10 +109,53 @@ pub fn weight_title(terms: &mut [(String, f32)], text: &str) {
     }
 }
 
+/// How code abbreviates English words: each word starting with the first (`configured`,
+/// `configuration`) may be spelled as the others in code (`config`, `cfg`).
+const ABBREVIATIONS: &[(&str, &[&str])] = &[
+    ("utilit", &["util", "utils"]),
+    ("configur", &["config", "conf", "cfg"]),
+    ("initializ", &["init"]),
+    ("initialis", &["init"]),
+    ("authenticat", &["auth", "authn"]),
+    ("authoriz", &["auth", "authz"]),
+    ("directory", &["dir"]),
+    ("directories", &["dir", "dirs"]),
+    ("connection", &["conn"]),
+    ("message", &["msg"]),
+    ("context", &["ctx"]),
+    ("argument", &["arg", "args"]),
+    ("parameter", &["param", "params"]),
+    ("attribute", &["attr", "attrs"]),
+    ("environment", &["env"]),
+    ("database", &["db"]),
+    ("buffer", &["buf"]),
+    ("synchronous", &["sync"]),
+    ("asynchronous", &["async"]),
+    ("temporar", &["tmp", "temp"]),
+    ("information", &["info"]),
+    ("allocat", &["alloc"]),
+    ("reference", &["ref"]),
+    ("specification", &["spec"]),
+    ("description", &["desc"]),
+    ("repositor", &["repo"]),
+    ("command", &["cmd"]),
+    ("expression", &["expr"]),
+    ("manager", &["mgr"]),
+    ("destination", &["dst", "dest"]),
+    ("statistic", &["stats"]),
+    ("pointer", &["ptr"]),
+    ("iterat", &["iter"]),
+    ("options", &["opts"]),
+    ("execut", &["exec"]),
+    ("implementation", &["impl"]),
+    ("previous", &["prev"]),
+];
+
 /// Other forms of an English word that code spells differently: `threads` -> `thread`,
 /// `entries` -> `entry`, `scheduled` -> `schedule`, `schedul`, `spawned` -> `spawn`,
-/// `running` -> `run`, and the agent noun of each base (`schedule` -> `scheduler`).
-/// Candidates only: the caller keeps those the index holds.
+/// `running` -> `run`, the agent noun of each base (`schedule` -> `scheduler`), and the
+/// abbreviations code uses (`utility` -> `util`, `configured` -> `config`,
+/// [`ABBREVIATIONS`]). Candidates only: the caller keeps those the index holds.
 pub fn variants(word: &str) -> Vec<String> {
     let mut bases: Vec<String> = Vec::new();
     let n = word.len();
@@ -142,7 +185,11 @@ pub fn variants(word: &str) -> Vec<String> {
     if bases.is_empty() {
         bases.push(word.to_string());
     }
-    let mut out: Vec<String> = Vec::new();
+    let mut out: Vec<String> = ABBREVIATIONS
+        .iter()
+        .filter(|(full, _)| word.starts_with(full))
+        .flat_map(|(_, short)| short.iter().map(|s| s.to_string()))
+        .collect();
     for base in bases {
         let agent = if base.ends_with('e') {
             format!("{base}r")
@@ -311,6 +358,10 @@ mod tests {
         assert!(v("class").iter().all(|f| f != "clas"));
         assert!(v("io").is_empty());
         assert!(v("parse_config").is_empty());
+        assert!(v("utility").contains(&"utils".to_string()));
+        assert!(v("configured").contains(&"config".to_string()));
+        assert!(v("configuration").contains(&"cfg".to_string()));
+        assert!(v("optional").iter().all(|f| f != "opts"));
 
         let mut terms = vec![("threads".to_string(), 1.0), ("thread".to_string(), 1.0)];
         add_variants(&mut terms, |form| form == "thread" || form == "threader");
