@@ -151,6 +151,14 @@ const ABBREVIATIONS: &[(&str, &[&str])] = &[
     ("previous", &["prev"]),
 ];
 
+/// The abbreviations code may spell `word` with ([`ABBREVIATIONS`]).
+pub fn abbreviations(word: &str) -> impl Iterator<Item = &'static str> + '_ {
+    ABBREVIATIONS
+        .iter()
+        .filter(move |(full, _)| word.starts_with(full))
+        .flat_map(|(_, short)| short.iter().copied())
+}
+
 /// Other forms of an English word that code spells differently: `threads` -> `thread`,
 /// `entries` -> `entry`, `scheduled` -> `schedule`, `schedul`, `spawned` -> `spawn`,
 /// `running` -> `run`, the agent noun of each base (`schedule` -> `scheduler`), and the
@@ -185,11 +193,7 @@ pub fn variants(word: &str) -> Vec<String> {
     if bases.is_empty() {
         bases.push(word.to_string());
     }
-    let mut out: Vec<String> = ABBREVIATIONS
-        .iter()
-        .filter(|(full, _)| word.starts_with(full))
-        .flat_map(|(_, short)| short.iter().map(|s| s.to_string()))
-        .collect();
+    let mut out: Vec<String> = abbreviations(word).map(String::from).collect();
     for base in bases {
         let agent = if base.ends_with('e') {
             format!("{base}r")
