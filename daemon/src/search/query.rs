@@ -152,7 +152,7 @@ const ABBREVIATIONS: &[(&str, &[&str])] = &[
 ];
 
 /// The abbreviations code may spell `word` with ([`ABBREVIATIONS`]).
-pub fn abbreviations(word: &str) -> impl Iterator<Item = &'static str> + '_ {
+fn abbreviations(word: &str) -> impl Iterator<Item = &'static str> + '_ {
     ABBREVIATIONS
         .iter()
         .filter(move |(full, _)| word.starts_with(full))
