@@ -17,7 +17,8 @@ use crate::index::ProjectIndex;
 use crate::index::store::EmbeddedChunk;
 use crate::index::writer::{WriteOp, WriterHandle};
 
-/// Chunk text given to the embedder: where it is, what it defines, then the code.
+/// Chunk text given to the embedder: where it is and what it defines on the first line (the
+/// built-in embedder weighs that line more), then the code.
 pub fn document_text(path: &str, symbol: Option<&str>, body: &str) -> String {
     match symbol {
         Some(symbol) => format!("{path} {symbol}\n{body}"),
