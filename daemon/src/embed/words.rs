@@ -328,6 +328,7 @@ mod tests {
         assert_eq!(counts["broadcast"], TITLE_WEIGHT + 1);
         assert_eq!(counts["sender"], TITLE_WEIGHT);
         assert_eq!(counts["send"], 1);
+        assert!(counts["sender"] > counts["send"]);
         assert_eq!(document_words("one line only")["line"], TITLE_WEIGHT);
     }
 
