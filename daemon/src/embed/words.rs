@@ -54,7 +54,7 @@ const WORD_VERSION: u32 = 2;
 
 /// How many times a document's first line counts: [`super::worker::document_text`] puts the
 /// chunk's path and symbol there, and what a chunk is named says as much about what it is
-/// for as a long body does (semble: semantic NDCG@10 .864 -> .876, hybrid .901 -> .904;
+/// for as a long body does (semble: semantic NDCG@10 .864 -> .875, hybrid .901 -> .904;
 /// CoSQA semantic MRR .320 -> .339; 5 gains more on semble but puts CoSQA's hybrid below
 /// its semantic; see bench/README.md).
 const TITLE_WEIGHT: u32 = 3;
@@ -138,6 +138,12 @@ pub struct Words {
     model_runs: AtomicUsize,
 }
 
+/// `builtin:words-v{version}:` and the compiled-in model's id and revision.
+fn versioned_id(version: u32) -> String {
+    let info = pocket_encoder::model_info();
+    format!("builtin:words-v{version}:{}@{}", info.id, info.revision)
+}
+
 fn word_hash(word: &str) -> u64 {
     xxhash_rust::xxh3::xxh3_64(word.as_bytes())
 }
@@ -164,7 +170,7 @@ impl Words {
         let common = normalize(common)
             .ok_or_else(|| EmbedError::Model("the common words have no direction".into()))?;
         Ok(Words {
-            model_id: format!("builtin:words-v{VERSION}:{}@{}", info.id, info.revision),
+            model_id: versioned_id(VERSION),
             dims: info.dimensions,
             encoder,
             common,
@@ -309,11 +315,7 @@ impl Embedder for Words {
 
     fn attach_cache(&self, cache: Arc<SharedCache>) {
         // The words' own key, apart from the texts' vectors of the same model.
-        let info = pocket_encoder::model_info();
-        let model = model_key(&format!(
-            "builtin:words-v{WORD_VERSION}:{}@{}#words",
-            info.id, info.revision
-        ));
+        let model = model_key(&format!("{}#words", versioned_id(WORD_VERSION)));
         let _ = self.shared.set((cache, model));
     }
 }
