@@ -286,14 +286,12 @@ pub enum ReadOutcome {
 /// Read a candidate file, rejecting binary, undecodable, minified and oversized content.
 /// Mostly-UTF-8 text in a legacy encoding (a Latin-1 comment) is decoded lossily.
 pub fn read_text(path: &Path, limits: Limits) -> ReadOutcome {
-    let bytes = match std::fs::read(path) {
-        Ok(bytes) => bytes,
+    let bytes = match read_regular(path, limits.max_file_bytes) {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => return ReadOutcome::Skipped(SkipReason::TooLarge),
         Err(e) if is_transient(&e) => return ReadOutcome::Failed(e),
         Err(_) => return ReadOutcome::Skipped(SkipReason::Unreadable),
     };
-    if bytes.len() as u64 > limits.max_file_bytes {
-        return ReadOutcome::Skipped(SkipReason::TooLarge);
-    }
     let head = &bytes[..bytes.len().min(8192)];
     if head.contains(&0) {
         return ReadOutcome::Skipped(SkipReason::Binary);
@@ -319,9 +317,69 @@ pub fn read_text(path: &Path, limits: Limits) -> ReadOutcome {
     ReadOutcome::Text(text, hash)
 }
 
+/// The bytes of the regular file at `path`, or `None` when it holds more than `max` bytes.
+/// What the walk saw as a file may have been swapped since: the file is opened without
+/// blocking (a FIFO would wait for a writer forever) and without following a symlink, the
+/// opened descriptor must be a regular file (not a FIFO, socket or device such as
+/// `/dev/zero`), and at most `max + 1` bytes are read whatever it grows to meanwhile.
+pub fn read_regular(path: &Path, max: u64) -> std::io::Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_NOCTTY)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    if meta.len() > max {
+        return Ok(None);
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(max + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Ok(None);
+    }
+    Ok(Some(bytes))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_regular_files_are_read_and_never_past_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let name = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o644) }, 0);
+        // Neither call may block (a FIFO without a writer) or run on (a device).
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let fifo = read_regular(&fifo, 1 << 20).map(|_| ());
+            let zero = read_regular(Path::new("/dev/zero"), 1 << 20).map(|_| ());
+            let _ = tx.send((fifo, zero));
+        });
+        let (fifo, zero) = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("reading special files returns at once");
+        assert!(fifo.is_err() && zero.is_err());
+        let file = dir.path().join("a.txt");
+        std::fs::write(&file, "0123456789").unwrap();
+        assert_eq!(read_regular(&file, 10).unwrap().unwrap(), b"0123456789");
+        assert_eq!(read_regular(&file, 9).unwrap(), None, "over the limit");
+        let link = dir.path().join("link.txt");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert!(
+            read_regular(&link, 10).is_err(),
+            "a symlink is not followed"
+        );
+    }
 
     #[test]
     fn walks_with_gitignore_and_skips_secrets() {
