@@ -62,6 +62,14 @@ pub enum IndexError {
         #[source]
         source: crate::index::store::AnnError,
     },
+    /// The index on disk is damaged (found by the check before it is opened, or by a read).
+    #[error("the index in {path} is damaged: {reason}")]
+    Damaged {
+        /// The index's directory.
+        path: PathBuf,
+        /// What was found.
+        reason: String,
+    },
     /// The project's writer thread is gone.
     #[error("the index writer for {0} has stopped")]
     WriterGone(PathBuf),

@@ -181,6 +181,26 @@ impl Lexical {
         })
     }
 
+    /// Check the index in `dir` without creating or changing anything: `None` when there is
+    /// none (no `meta.json`), else its live document count once every file's checksum held.
+    pub fn check_files(dir: &Path) -> Result<Option<u64>, IndexError> {
+        if !dir.join("meta.json").exists() {
+            return Ok(None);
+        }
+        let err = |e| IndexError::tantivy(dir, e);
+        let directory = tantivy::directory::MmapDirectory::open(dir).map_err(|e| err(e.into()))?;
+        let index = Index::open(directory).map_err(err)?;
+        let bad = index.validate_checksum().map_err(err)?;
+        if let Some(file) = bad.iter().next() {
+            return Err(IndexError::Damaged {
+                path: dir.to_path_buf(),
+                reason: format!("{} fails its checksum", file.display()),
+            });
+        }
+        let reader = index.reader().map_err(err)?;
+        Ok(Some(reader.searcher().num_docs()))
+    }
+
     /// The index's directory.
     pub fn dir(&self) -> &Path {
         &self.dir

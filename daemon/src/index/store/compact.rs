@@ -48,6 +48,7 @@ impl Store {
                 self.embed_cache.stat(rtxn)?,
                 self.embed_pending.stat(rtxn)?,
                 self.vector_deletes.stat(rtxn)?,
+                self.long_keys.0.stat(rtxn)?,
             ];
             Ok::<_, Fail>(
                 stats

@@ -10,8 +10,10 @@
 //! and dimensions are recorded in `meta`; vectors of two models are never mixed.
 
 mod ann;
+mod check;
 mod codec;
 mod compact;
+mod keys;
 mod records;
 mod vectors;
 
@@ -23,6 +25,7 @@ use heed::{CommitOrAbort, Database, Env, EnvOpenOptions, RoTxn, RwTxn};
 
 use crate::error::IndexError;
 pub use ann::Error as AnnError;
+pub use check::Tally;
 use codec::{ChunkCodec, FileCodec, SymbolsCodec};
 pub use records::{ChunkRecord, EmbeddedChunk, FileRecord, SymbolRecord, VectorState};
 pub(crate) use vectors::{bytes_vector, vector_bytes};
@@ -52,6 +55,8 @@ pub mod db_name {
     pub const EMBED_PENDING: &str = "embed_pending";
     /// Chunk id -> (): vectors of removed chunks, dropped by the next vector commit.
     pub const VECTOR_DELETES: &str = "vector_deletes";
+    /// A cut key -> the whole path or symbol key it stands for (see `keys`).
+    pub const LONG_KEYS: &str = "long_keys";
 }
 
 mod meta_key {
@@ -103,6 +108,7 @@ pub struct Store {
     embed_cache: Database<'static, BeU64, Bytes>,
     embed_pending: Database<'static, BeU64, BeU64>,
     vector_deletes: Database<'static, BeU64, Unit>,
+    long_keys: keys::LongKeys,
 }
 
 impl Store {
@@ -138,6 +144,7 @@ impl Store {
             cache,
             pending,
             deletes,
+            long_keys,
         ) = env
             .create_databases_and_commit(wtxn, |opener, wtxn| -> heed::Result<_> {
                 let meta = opener.create_database::<Str, Bytes>(wtxn, Some(db_name::META))?;
@@ -159,6 +166,8 @@ impl Store {
                     opener.create_database::<BeU64, BeU64>(wtxn, Some(db_name::EMBED_PENDING))?;
                 let deletes =
                     opener.create_database::<BeU64, Unit>(wtxn, Some(db_name::VECTOR_DELETES))?;
+                let long_keys =
+                    opener.create_database::<Str, Str>(wtxn, Some(db_name::LONG_KEYS))?;
                 Ok(CommitOrAbort::<_, ()>::Commit((
                     meta,
                     files,
@@ -170,6 +179,7 @@ impl Store {
                     cache,
                     pending,
                     deletes,
+                    long_keys,
                 )))
             })
             .map_err(|e| IndexError::lmdb(dir, e))?
@@ -187,6 +197,7 @@ impl Store {
             embed_cache: cache,
             embed_pending: pending,
             vector_deletes: deletes,
+            long_keys: keys::LongKeys(long_keys),
         })
     }
 
@@ -246,8 +257,8 @@ impl Store {
         self.read(|rtxn| {
             let mut out = HashMap::new();
             for item in self.files.iter(rtxn)? {
-                let (path, record) = item?;
-                out.insert(path.to_string(), record);
+                let (key, record) = item?;
+                out.insert(self.long_keys.full(rtxn, key)?.into_owned(), record);
             }
             Ok(out)
         })
@@ -259,8 +270,10 @@ impl Store {
             let mut out = Vec::new();
             let paths = self.files.remap_data_type::<heed::types::DecodeIgnore>();
             for item in paths.iter(rtxn)? {
-                out.push(item?.0.to_string());
+                out.push(self.long_keys.full(rtxn, item?.0)?.into_owned());
             }
+            // Cut keys sort by their first bytes only.
+            out.sort_unstable();
             Ok(out)
         })
     }
@@ -284,12 +297,16 @@ impl Store {
             let items: Items<'_> = if prefix.is_empty() {
                 Box::new(self.files.iter(rtxn)?)
             } else {
-                Box::new(self.files.prefix_iter(rtxn, &prefix)?)
+                Box::new(self.files.prefix_iter(rtxn, keys::scan_prefix(&prefix))?)
             };
             for item in items {
-                let (path, record) = item?;
-                if recursive || !path[prefix.len()..].contains('/') {
-                    out.insert(path.to_string(), record);
+                let (key, record) = item?;
+                let path = self.long_keys.full(rtxn, key)?;
+                let Some(rest) = path.strip_prefix(prefix.as_str()) else {
+                    continue;
+                };
+                if recursive || !rest.contains('/') {
+                    out.insert(path.into_owned(), record);
                 }
             }
             Ok(out)
@@ -306,8 +323,8 @@ impl Store {
             let total = self.files.len(rtxn)?;
             let mut out = Vec::with_capacity(limit.min(1024));
             for item in self.files.iter(rtxn)?.skip(offset).take(limit) {
-                let (path, record) = item?;
-                out.push((path.to_string(), record));
+                let (key, record) = item?;
+                out.push((self.long_keys.full(rtxn, key)?.into_owned(), record));
             }
             Ok((out, total))
         })
@@ -323,7 +340,7 @@ impl Store {
         self.read(|rtxn| {
             let mut out = Vec::new();
             for item in self.dirty.iter(rtxn)? {
-                out.push(item?.0.to_string());
+                out.push(self.long_keys.full(rtxn, item?.0)?.into_owned());
             }
             Ok(out)
         })
@@ -345,20 +362,28 @@ impl Store {
     pub fn has_file(&self, path: &str) -> Result<bool, IndexError> {
         self.read(|rtxn| {
             let paths = self.files.remap_data_type::<heed::types::DecodeIgnore>();
-            Ok(paths.get(rtxn, path)?.is_some())
+            Ok(paths.get(rtxn, &keys::key(path))?.is_some())
         })
     }
 
     /// Whether any indexed file lies under directory `dir` (not the root).
     pub fn has_directory(&self, dir: &str) -> Result<bool, IndexError> {
         let prefix = format!("{dir}/");
-        self.read(|rtxn| Ok(self.files.prefix_iter(rtxn, &prefix)?.next().is_some()))
+        self.read(|rtxn| {
+            let paths = self.files.remap_data_type::<heed::types::DecodeIgnore>();
+            for item in paths.prefix_iter(rtxn, keys::scan_prefix(&prefix))? {
+                if self.long_keys.full(rtxn, item?.0)?.starts_with(&prefix) {
+                    return Ok(true);
+                }
+            }
+            Ok(false)
+        })
     }
 
     /// The line ranges of `path`'s chunks.
     pub fn chunks_of(&self, path: &str) -> Result<Vec<(u32, u32)>, IndexError> {
         self.read(|rtxn| {
-            let Some(record) = self.files.get(rtxn, path)? else {
+            let Some(record) = self.files.get(rtxn, &keys::key(path))? else {
                 return Ok(Vec::new());
             };
             let mut out = Vec::with_capacity(record.chunk_ids.len());
@@ -373,7 +398,12 @@ impl Store {
 
     /// The symbols of `path`.
     pub fn symbols_of(&self, path: &str) -> Result<Vec<SymbolRecord>, IndexError> {
-        self.read(|rtxn| Ok(self.file_symbols.get(rtxn, path)?.unwrap_or_default()))
+        self.read(|rtxn| {
+            Ok(self
+                .file_symbols
+                .get(rtxn, &keys::key(path))?
+                .unwrap_or_default())
+        })
     }
 
     /// Every (path, symbol) whose bare name equals `name`, ignoring case.
@@ -382,13 +412,19 @@ impl Store {
         let prefix = format!("{name}\0");
         self.read(|rtxn| {
             let mut paths = Vec::new();
-            for item in self.symbol_index.prefix_iter(rtxn, &prefix)? {
+            for item in self
+                .symbol_index
+                .prefix_iter(rtxn, keys::scan_prefix(&prefix))?
+            {
                 let (key, ()) = item?;
-                paths.push(key[prefix.len()..].to_string());
+                if let Some(path) = self.long_keys.full(rtxn, key)?.strip_prefix(&prefix) {
+                    paths.push(path.to_string());
+                }
             }
             let mut out = Vec::new();
             for path in paths {
-                for symbol in self.file_symbols.get(rtxn, &path)?.unwrap_or_default() {
+                let symbols = self.file_symbols.get(rtxn, &keys::key(&path))?;
+                for symbol in symbols.unwrap_or_default() {
                     if symbol.name.to_lowercase() == name {
                         out.push((path.clone(), symbol));
                     }
@@ -433,31 +469,50 @@ impl<'s> StoreTxn<'s> {
 
     /// Mark `path` dirty (its tantivy documents are about to change).
     pub fn mark_dirty(&mut self, path: &str) -> Result<(), IndexError> {
-        self.write(|store, wtxn| Ok(store.dirty.put(wtxn, path, &())?))
+        self.write(|store, wtxn| {
+            let key = store.long_keys.put(wtxn, path)?;
+            Ok(store.dirty.put(wtxn, &key, &())?)
+        })
     }
 
     /// Clear every dirty mark.
     pub fn clear_dirty(&mut self) -> Result<(), IndexError> {
-        self.write(|store, wtxn| Ok(store.dirty.clear(wtxn)?))
+        self.write(|store, wtxn| {
+            // A cut path no file keeps any more is forgotten with its mark.
+            let mut gone = Vec::new();
+            for item in store.dirty.iter(wtxn)? {
+                let key = item?.0;
+                if keys::is_cut(key) && store.files.get(wtxn, key)?.is_none() {
+                    gone.push(key.to_string());
+                }
+            }
+            for key in gone {
+                store.long_keys.0.delete(wtxn, &key)?;
+            }
+            Ok(store.dirty.clear(wtxn)?)
+        })
     }
 
     /// The record of `path`, if indexed.
     pub fn file(&self, path: &str) -> Result<Option<FileRecord>, IndexError> {
+        let key = keys::key(path);
         self.store
-            .ctx(self.store.files.get(&self.wtxn, path).map_err(Fail::from))
+            .ctx(self.store.files.get(&self.wtxn, &key).map_err(Fail::from))
     }
 
     /// Remove `path`, its chunks and its symbols.
     pub fn remove_file(&mut self, path: &str) -> Result<(), IndexError> {
         self.write(|store, wtxn| {
-            if let Some(symbols) = store.file_symbols.get(wtxn, path)? {
+            let key = keys::key(path);
+            if let Some(symbols) = store.file_symbols.get(wtxn, &key)? {
                 for symbol in &symbols {
-                    let key = symbol_index_key(&symbol.name, path);
-                    store.symbol_index.delete(wtxn, &key)?;
+                    let symbol_key = symbol_index_key(&symbol.name, path);
+                    store.symbol_index.delete(wtxn, &keys::key(&symbol_key))?;
+                    store.long_keys.delete(wtxn, &symbol_key)?;
                 }
-                store.file_symbols.delete(wtxn, path)?;
+                store.file_symbols.delete(wtxn, &key)?;
             }
-            let Some(old) = store.files.get(wtxn, path)? else {
+            let Some(old) = store.files.get(wtxn, &key)? else {
                 return Ok(());
             };
             for id in old.chunk_ids {
@@ -468,7 +523,11 @@ impl<'s> StoreTxn<'s> {
                     store.vector_deletes.put(wtxn, &id, &())?;
                 }
             }
-            store.files.delete(wtxn, path)?;
+            store.files.delete(wtxn, &key)?;
+            // The dirty mark, if any, still names the path until the commit clears it.
+            if store.dirty.get(wtxn, &key)?.is_none() {
+                store.long_keys.delete(wtxn, path)?;
+            }
             Ok(())
         })
     }
@@ -483,12 +542,14 @@ impl<'s> StoreTxn<'s> {
     ) -> Result<(), IndexError> {
         self.remove_file(path)?;
         self.write(|store, wtxn| {
+            let key = store.long_keys.put(wtxn, path)?;
             if !symbols.is_empty() {
                 for symbol in symbols {
-                    let key = symbol_index_key(&symbol.name, path);
-                    store.symbol_index.put(wtxn, &key, &())?;
+                    let symbol_key = symbol_index_key(&symbol.name, path);
+                    let symbol_key = store.long_keys.put(wtxn, &symbol_key)?;
+                    store.symbol_index.put(wtxn, &symbol_key, &())?;
                 }
-                store.file_symbols.put(wtxn, path, symbols)?;
+                store.file_symbols.put(wtxn, &key, symbols)?;
             }
             // No vector is written here: the ANN graph is rebuilt by vector commits only, so
             // a saved file stays cheap to commit. The worker serves cached text without
@@ -497,17 +558,18 @@ impl<'s> StoreTxn<'s> {
                 store.chunks.put(wtxn, id, chunk)?;
                 store.embed_pending.put(wtxn, id, &chunk.hash)?;
             }
-            Ok(store.files.put(wtxn, path, record)?)
+            Ok(store.files.put(wtxn, &key, record)?)
         })
     }
 
     /// Update only the size and mtime of an indexed file whose content is unchanged.
     pub fn touch_file(&mut self, path: &str, size: u64, mtime_ns: u64) -> Result<(), IndexError> {
         self.write(|store, wtxn| {
-            if let Some(mut record) = store.files.get(wtxn, path)? {
+            let key = keys::key(path);
+            if let Some(mut record) = store.files.get(wtxn, &key)? {
                 record.size = size;
                 record.mtime_ns = mtime_ns;
-                store.files.put(wtxn, path, &record)?;
+                store.files.put(wtxn, &key, &record)?;
             }
             Ok(())
         })
