@@ -33,6 +33,10 @@ struct Args {
     /// is still required).
     #[arg(long)]
     http_allow_remote: bool,
+    /// Check the index in this project directory and exit (the daemon runs this in a child
+    /// process before opening an index, so damaged files never take the daemon down).
+    #[arg(long = "check-index", value_name = "DIR", hide = true)]
+    check_index: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -45,6 +49,21 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .init();
+    if let Some(dir) = &args.check_index {
+        return match amanmcpd::index::health::check(dir) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(reason) => {
+                eprintln!("{reason}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    match std::env::current_exe() {
+        Ok(exe) => amanmcpd::index::health::set_checker(exe),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot find the daemon's binary; indexes are not checked before opening")
+        }
+    }
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

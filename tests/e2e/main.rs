@@ -5,6 +5,7 @@ mod across;
 mod budget;
 mod compaction;
 mod daemon;
+mod hardening;
 mod http;
 mod index;
 mod lookup;

@@ -1,8 +1,10 @@
 //! One project's storage and what fills it: LMDB metadata and vectors ([`store`], record
 //! encodings in `store::codec`), the tantivy BM25 index ([`lexical`], [`tokenizer`]), the single
 //! writer thread ([`writer`]), the indexing pass ([`pipeline`]), live counters
-//! ([`progress`]) and the consistency check ([`verify`]).
+//! ([`progress`]), the consistency check ([`verify`]) and the check that an index is safe to
+//! open at all ([`health`]).
 
+pub mod health;
 pub mod lexical;
 pub mod pipeline;
 pub mod progress;

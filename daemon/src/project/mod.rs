@@ -109,6 +109,17 @@ impl Project {
         search: SearchConfig,
     ) -> Result<Arc<Project>, IndexError> {
         let dir = project_dir(data_dir, &root);
+        let damaged = crate::index::health::damage(&dir).map(|reason| {
+            let aside = crate::index::health::set_aside(&dir);
+            tracing::error!(dir = %dir.display(), %reason, aside = ?aside, "index damaged; rebuilding it");
+            match aside {
+                Some(aside) => format!(
+                    "the index was damaged ({reason}); it was moved to {} and is rebuilt from the files",
+                    aside.display()
+                ),
+                None => format!("the index was damaged ({reason}); it is rebuilt from the files"),
+            }
+        });
         let index = match open_index(&dir, &root) {
             Ok(index) => index,
             Err(e) => {
@@ -124,6 +135,13 @@ impl Project {
                 index
             }
         };
+        if damaged.is_some() {
+            *index
+                .progress
+                .notice
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()) = damaged;
+        }
         if let Err(e) = crate::index::record_root(&dir, &root) {
             tracing::warn!(dir = %dir.display(), error = %e, "cannot record the project's root");
         }
