@@ -284,3 +284,74 @@ fn the_status_page_follows_a_project_live_in_headless_chromium() {
     env.stop_daemon();
     daemon.wait().unwrap();
 }
+
+#[test]
+fn the_http_front_door_parses_host_origin_and_cookie_strictly() {
+    let env = TestEnv::new();
+    let root = env.project("web", &[("app.py", "def handler():\n    return 1\n")]);
+    let (mut daemon, addr, token) = env.start_http_daemon();
+    let bearer = format!("Bearer {token}");
+    let auth = ("Authorization", bearer.as_str());
+    let project = format!("/mcp?project={}", root.display());
+    let body = initialize_body();
+    let port = addr.port();
+    let post = |headers: &[(&str, &str)]| http_request(addr, "POST", &project, headers, &body);
+
+    // Hosts that merely start like a loopback name are other names (DNS rebinding).
+    for host in [
+        format!("localhost:{port}.evil.com"),
+        format!("127.0.0.1:{port}.evil.com"),
+        format!("[::1].evil.com:{port}"),
+        "localhost:evil.com".to_string(),
+        format!("localhost:{}", port.wrapping_add(1)),
+    ] {
+        let reply = post(&[ACCEPT, JSON, auth, ("Host", &host)]);
+        assert_eq!(reply.status, 403, "Host {host}: {reply:?}");
+    }
+    // Sent twice, `Host` or `Origin` is refused even when the first is right.
+    let own = format!("127.0.0.1:{port}");
+    let own_origin = format!("http://{own}");
+    let reply = post(&[ACCEPT, JSON, auth, ("Host", &own), ("Host", "evil.example")]);
+    assert_eq!(reply.status, 400, "{reply:?}");
+    let evil_origin = ("Origin", "http://evil.example");
+    let reply = post(&[ACCEPT, JSON, auth, ("Origin", &own_origin), evil_origin]);
+    assert_eq!(reply.status, 400, "{reply:?}");
+    // The exact authority is served.
+    let reply = post(&[ACCEPT, JSON, auth, ("Host", &own), ("Origin", &own_origin)]);
+    assert_eq!(reply.status, 200, "{reply:?}");
+
+    // The status page's cookie is spelled from the token and fixed attributes, never from
+    // the query.
+    let reflected = format!("/status?token={token}%3B%20Domain%3Devil.example");
+    let reply = http_request(addr, "GET", &reflected, &[auth], "");
+    assert!(
+        reply
+            .header("set-cookie")
+            .is_none_or(|c| !c.contains("evil")),
+        "{reply:?}"
+    );
+    let reply = http_request(addr, "GET", &format!("/status?token={token}"), &[], "");
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(
+        reply.header("set-cookie"),
+        Some(format!("amanmcp_token={token}; HttpOnly; SameSite=Strict; Path=/").as_str())
+    );
+    env.stop_daemon();
+    daemon.wait().unwrap();
+
+    // A token file others can read is replaced before the endpoint uses it.
+    let token_file = env.path().join("home/.config/amanmcp/http-token");
+    assert_eq!(std::fs::read_to_string(&token_file).unwrap().trim(), token);
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let mut daemon = env.start_daemon_args(&["--http", &addr.to_string()]);
+    let reply = post(&[ACCEPT, JSON, auth]);
+    assert_eq!(
+        reply.status, 401,
+        "the leaked token no longer opens it: {reply:?}"
+    );
+    let mode = std::fs::metadata(&token_file).unwrap().permissions().mode();
+    assert_eq!(mode & 0o077, 0, "token file mode {mode:o}");
+    env.stop_daemon();
+    daemon.wait().unwrap();
+}

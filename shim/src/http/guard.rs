@@ -23,6 +23,8 @@ pub struct Guard {
     pub token_path: PathBuf,
     /// Accept any `Host` (the user bound a non-loopback address on purpose).
     pub any_host: bool,
+    /// The port the endpoint listens on: a `Host` naming another one is refused.
+    pub port: u16,
 }
 
 /// A refused request: the status and the reason.
@@ -42,10 +44,24 @@ impl IntoResponse for Refusal {
     }
 }
 
-/// The axum middleware: judge the request, pass it on or refuse it.
+/// The axum middleware: judge the request, pass it on or refuse it. The status page opened
+/// with the right `?token=` gets the token in a cookie, spelled here from the token itself
+/// and fixed attributes (nothing of the request's is echoed).
 pub async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
     match guard.judge(request.headers(), request.uri()) {
-        Ok(()) => next.run(request).await,
+        Ok(()) => {
+            let keep_token = status_page_token(request.uri())
+                .is_some_and(|given| same_secret(given.as_bytes(), guard.token.as_bytes()));
+            let mut response = next.run(request).await;
+            let cookie = format!(
+                "{TOKEN_COOKIE}={}; HttpOnly; SameSite=Strict; Path=/",
+                guard.token
+            );
+            if let (true, Ok(cookie)) = (keep_token, HeaderValue::from_str(&cookie)) {
+                response.headers_mut().insert(header::SET_COOKIE, cookie);
+            }
+            response
+        }
         Err(refusal) => {
             tracing::info!(status = refusal.0.as_u16(), reason = %refusal.1, uri = %request.uri(), "http request refused");
             refusal.into_response()
@@ -53,11 +69,38 @@ pub async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next
     }
 }
 
-/// `localhost`, `127.0.0.1` or `[::1]`, with or without a port.
+/// An authority as `Host` spells it: `host` or `host:port`, an IPv6 address in brackets.
+/// `None` unless the whole text is exactly that (no user part, no path, a port of digits).
+fn split_authority(authority: &str) -> Option<(&str, Option<u16>)> {
+    let (host, port) = match authority.strip_prefix('[') {
+        Some(rest) => {
+            let (v6, after) = rest.split_once(']')?;
+            v6.parse::<std::net::Ipv6Addr>().ok()?;
+            match after {
+                "" => (v6, None),
+                _ => (v6, Some(after.strip_prefix(':')?)),
+            }
+        }
+        None => match authority.split_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        },
+    };
+    let port = match port {
+        None => None,
+        Some(p) if !p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit()) => {
+            Some(p.parse().ok()?)
+        }
+        Some(_) => return None,
+    };
+    Some((host, port))
+}
+
+/// `localhost`, a loopback IPv4 address or `[::1]`, with or without a port, and nothing
+/// else (`localhost.evil.example`, `localhost:1.evil.example`, `[::1].evil.example` are not).
 pub fn is_loopback_authority(authority: &str) -> bool {
-    let host = match authority.strip_prefix('[') {
-        Some(rest) => rest.split(']').next().unwrap_or(""),
-        None => authority.split(':').next().unwrap_or(""),
+    let Some((host, _)) = split_authority(authority) else {
+        return false;
     };
     host.eq_ignore_ascii_case("localhost")
         || host
@@ -65,23 +108,44 @@ pub fn is_loopback_authority(authority: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
+/// The value of the request's only `name` header; `Err` when it is sent more than once.
+fn single(headers: &HeaderMap, name: header::HeaderName) -> Result<Option<&str>, Refusal> {
+    let mut values = headers.get_all(&name).iter();
+    let first = values.next();
+    if values.next().is_some() {
+        return Err(Refusal(
+            StatusCode::BAD_REQUEST,
+            format!("more than one `{name}` header: send it once"),
+        ));
+    }
+    match first.map(|v| v.to_str()) {
+        Some(Ok(value)) => Ok(Some(value)),
+        Some(Err(_)) => Err(Refusal(
+            StatusCode::BAD_REQUEST,
+            format!("the `{name}` header is not visible ASCII"),
+        )),
+        None => Ok(None),
+    }
+}
+
 impl Guard {
     /// Check one request's headers (and, for the status page's token, its query).
     pub fn judge(&self, headers: &HeaderMap, uri: &axum::http::Uri) -> Result<(), Refusal> {
         let forbidden = |message: String| Err(Refusal(StatusCode::FORBIDDEN, message));
-        let host = headers
-            .get(header::HOST)
-            .and_then(|h| h.to_str().ok())
+        let host = single(headers, header::HOST)?
             .or_else(|| uri.authority().map(|a| a.as_str()))
             .unwrap_or("");
-        if !self.any_host && !is_loopback_authority(host) {
+        let other_port = split_authority(host)
+            .and_then(|(_, port)| port)
+            .is_some_and(|port| port != self.port);
+        if !self.any_host && (!is_loopback_authority(host) || other_port) {
             return forbidden(format!(
                 "Host `{host}` refused: this endpoint answers only localhost, 127.0.0.1 and [::1] \
-                 (a defence against DNS rebinding)"
+                 on port {} (a defence against DNS rebinding)",
+                self.port
             ));
         }
-        if let Some(origin) = headers.get(header::ORIGIN) {
-            let origin = origin.to_str().unwrap_or("");
+        if let Some(origin) = single(headers, header::ORIGIN)? {
             let own = origin
                 .strip_prefix("http://")
                 .is_some_and(|rest| rest.eq_ignore_ascii_case(host));
@@ -164,6 +228,7 @@ mod tests {
             token: "secret".into(),
             token_path: PathBuf::from("/cfg/http-token"),
             any_host: false,
+            port: 8765,
         }
     }
 
@@ -184,7 +249,13 @@ mod tests {
 
     #[test]
     fn loopback_hosts_only() {
-        for host in ["localhost:8765", "127.0.0.1:1", "[::1]:9", "LOCALHOST"] {
+        for host in [
+            "localhost:8765",
+            "127.0.0.1:1",
+            "[::1]:9",
+            "[::1]",
+            "LOCALHOST",
+        ] {
             assert!(is_loopback_authority(host), "{host}");
         }
         for host in [
@@ -192,6 +263,14 @@ mod tests {
             "10.0.0.1",
             "localhost.evil.example",
             "127.evil.example",
+            "localhost:8765.evil.com",
+            "127.0.0.1:8765.evil.com",
+            "[::1].evil.com:8765",
+            "localhost:evil.com",
+            "localhost:",
+            "user@localhost:8765",
+            "localhost:8765/x",
+            "localhost:99999",
             "",
         ] {
             assert!(!is_loopback_authority(host), "{host}");
@@ -219,6 +298,14 @@ mod tests {
         assert_eq!(status(&[("host", "127.0.0.1:8765")], "/mcp"), 401);
         let wrong = ("authorization", "Bearer secreT");
         assert_eq!(status(&[("host", "127.0.0.1:8765"), wrong], "/mcp"), 401);
+        // Another port is another server (a rebinding page reaching this one through it).
+        assert_eq!(status(&[("host", "127.0.0.1:8766"), auth], "/mcp"), 403);
+        // Sent twice, a header is refused whatever its first value says.
+        let twice = [("host", "127.0.0.1:8765"), ("host", "evil.example"), auth];
+        assert_eq!(status(&twice, "/mcp"), 400);
+        let host = ("host", "127.0.0.1:8765");
+        let origins = [host, own, ("origin", "http://attacker.example"), auth];
+        assert_eq!(status(&origins, "/mcp"), 400);
     }
 
     #[test]

@@ -76,12 +76,14 @@ pub fn bind(options: &HttpOptions) -> Result<impl Future<Output = ()> + Send + '
         source,
     };
     let listener = std::net::TcpListener::bind(options.listen).map_err(bind_err)?;
+    let port = listener.local_addr().map_err(bind_err)?.port();
     listener.set_nonblocking(true).map_err(bind_err)?;
     let listener = tokio::net::TcpListener::from_std(listener).map_err(bind_err)?;
     let guard = Arc::new(Guard {
         token: settings::token(&options.config_dir)?,
         token_path: options.config_dir.join(settings::TOKEN_FILE),
         any_host: options.allow_remote,
+        port,
     });
     let app = router(options, guard);
     tracing::info!(listen = %options.listen, "HTTP endpoint listening (MCP at /mcp, /status, /metrics)");

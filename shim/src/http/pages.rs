@@ -6,11 +6,10 @@ use std::sync::Arc;
 
 use amanmcp_proto::pb;
 use axum::extract::State;
-use axum::http::{HeaderValue, StatusCode, Uri, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use serde_json::json;
 
-use super::guard::{TOKEN_COOKIE, query_value};
 use crate::link::{DaemonLink, LinkError};
 use crate::status;
 
@@ -21,16 +20,10 @@ fn unavailable(e: LinkError) -> Response {
     (StatusCode::SERVICE_UNAVAILABLE, format!("{e}\n")).into_response()
 }
 
-/// `/status`. Opened with `?token=` (a link a person can click), it keeps the token in a
-/// same-site, script-proof cookie so the page's own requests carry it.
-pub async fn page(uri: Uri) -> Response {
+/// `/status`. Opened with `?token=` (a link a person can click), it gets the token in a
+/// same-site, script-proof cookie from the guard, so the page's own requests carry it.
+pub async fn page() -> Response {
     let mut response = Html(STATUS_HTML).into_response();
-    if let Some(cookie) = query_value(&uri, "token")
-        .map(|t| format!("{TOKEN_COOKIE}={t}; HttpOnly; SameSite=Strict; Path=/"))
-        .and_then(|c| HeaderValue::from_str(&c).ok())
-    {
-        response.headers_mut().insert(header::SET_COOKIE, cookie);
-    }
     response
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));

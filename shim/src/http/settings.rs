@@ -101,9 +101,22 @@ pub fn set_listen(config_dir: &Path, listen: Option<SocketAddr>) -> Result<PathB
 
 /// The bearer token, created (64 hex digits from the system's random source, readable by
 /// the owner only) if there is none yet.
+///
+/// A token file others could read (group or world bits set, or owned by another user) may
+/// have leaked: it is replaced by a new token in a private file, and the daemon's log says
+/// so.
 pub fn token(config_dir: &Path) -> Result<String, SettingsError> {
+    use std::os::unix::fs::MetadataExt;
     let path = config_dir.join(TOKEN_FILE);
+    let private = std::fs::symlink_metadata(&path).map(|meta| {
+        // SAFETY: getuid has no preconditions.
+        let me = unsafe { libc::getuid() };
+        meta.is_file() && meta.mode() & 0o077 == 0 && meta.uid() == me
+    });
     match std::fs::read_to_string(&path) {
+        Ok(_) if matches!(private, Ok(false)) => {
+            tracing::warn!(path = %path.display(), "the HTTP token file could be read by others; it was replaced by a new token (see `amanctl http token`)");
+        }
         Ok(text) if !text.trim().is_empty() => return Ok(text.trim().to_string()),
         Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -176,5 +189,20 @@ mod tests {
         assert_eq!(mode & 0o077, 0, "token file mode {mode:o}");
         let dir_mode = std::fs::metadata(&config).unwrap().permissions().mode();
         assert_eq!(dir_mode & 0o077, 0, "config dir mode {dir_mode:o}");
+    }
+
+    #[test]
+    fn a_token_others_could_read_is_replaced() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("config");
+        let first = token(&config).unwrap();
+        let file = config.join(TOKEN_FILE);
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let second = token(&config).unwrap();
+        assert_ne!(second, first, "a token others could read is not used");
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+        assert_eq!(mode & 0o077, 0, "token file mode {mode:o}");
+        assert_eq!(token(&config).unwrap(), second);
     }
 }
