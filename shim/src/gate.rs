@@ -6,9 +6,12 @@
 //! Rules (JSON-RPC 2.0 and MCP 2025-11-25):
 //! - unparsable JSON, bad UTF-8 or nesting deeper than 128: `-32700`, with the id if it can be
 //!   read from the text;
-//! - not an object, an id that is neither a string nor an integer: `-32600`;
+//! - not an object, an id that is neither a string nor an integer, a `jsonrpc` member that
+//!   is not `"2.0"`: `-32600`;
 //! - `params` that is not an object, or a parameter of the wrong type for the methods whose
-//!   parameters rmcp types strictly: `-32602` naming the parameter;
+//!   parameters rmcp types strictly (`_meta` on every method, `cursor` on the list methods):
+//!   `-32602` naming the parameter;
+//! - an id is echoed as the client wrote it, even a number no 64-bit type holds.
 //! - before `initialize`: a notification or a response is dropped, `ping` is answered, any
 //!   other request gets `-32002`.
 
@@ -62,7 +65,13 @@ impl Gate {
                 } else {
                     format!("Parse error: {e}")
                 };
-                return Verdict::Reply(error_reply(readable_id(line), -32700, reason));
+                let id = readable_id(line);
+                if id.is_null()
+                    && let Some(raw) = raw_number_id(line)
+                {
+                    return Verdict::ReplyText(raw_error(raw, -32700, &reason));
+                }
+                return Verdict::Reply(error_reply(id, -32700, reason));
             }
         };
         let Value::Object(message) = message else {
@@ -78,10 +87,15 @@ impl Gate {
         {
             let message = "`id` must be a string or an integer";
             return match raw_number_id(line) {
-                Some(raw) => Verdict::ReplyText(format!(
-                    r#"{{"jsonrpc":"2.0","id":{raw},"error":{{"code":-32600,"message":"{message}"}}}}"#
-                )),
+                Some(raw) => Verdict::ReplyText(raw_error(raw, -32600, message)),
                 None => Verdict::Reply(error_reply(id.clone(), -32600, message)),
+            };
+        }
+        if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+            let problem = "`jsonrpc` must be \"2.0\"";
+            return match id {
+                Some(id) => Verdict::Reply(error_reply(id, -32600, problem)),
+                None => Verdict::Drop("a message whose jsonrpc is not \"2.0\""),
             };
         }
         let Some(method) = message.get("method") else {
@@ -138,13 +152,47 @@ fn readable_id(line: &[u8]) -> Value {
     }
 }
 
+/// An error reply carrying `raw`, a numeric id, exactly as the client wrote it.
+fn raw_error(raw: &str, code: i64, message: &str) -> String {
+    let message = Value::String(message.to_string());
+    format!(r#"{{"jsonrpc":"2.0","id":{raw},"error":{{"code":{code},"message":{message}}}}}"#)
+}
+
 /// The text of a numeric top-level id exactly as the client wrote it (`-0.0`, `2e3`).
 fn raw_number_id(line: &[u8]) -> Option<&str> {
     let rest = top_level_id(std::str::from_utf8(line).ok()?)?;
     let end = rest
         .find(|c: char| !(c.is_ascii_digit() || matches!(c, '-' | '+' | '.' | 'e' | 'E')))
         .unwrap_or(rest.len());
-    (end > 0).then(|| &rest[..end])
+    let raw = &rest[..end];
+    is_json_number(raw).then_some(raw)
+}
+
+/// Whether `text` is a number as JSON writes one (`-0.5e+3`, not `-`, `1.`, `+1` or `01`).
+fn is_json_number(text: &str) -> bool {
+    let digits = |s: &str| s.len() - s.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    let rest = text.strip_prefix('-').unwrap_or(text);
+    let int = digits(rest);
+    if int == 0 || (int > 1 && rest.starts_with('0')) {
+        return false;
+    }
+    let mut rest = &rest[int..];
+    if let Some(fraction) = rest.strip_prefix('.') {
+        let n = digits(fraction);
+        if n == 0 {
+            return false;
+        }
+        rest = &fraction[n..];
+    }
+    if let Some(exponent) = rest.strip_prefix(['e', 'E']) {
+        let exponent = exponent.strip_prefix(['+', '-']).unwrap_or(exponent);
+        let n = digits(exponent);
+        if n == 0 {
+            return false;
+        }
+        rest = &exponent[n..];
+    }
+    rest.is_empty()
 }
 
 /// The text from the top-level `"id"` member's value on, found without parsing (the text
@@ -190,12 +238,16 @@ fn check_params(method: &str, params: Option<&Value>) -> Result<(), String> {
         Some(Value::Object(params)) => params,
         Some(_) => return Err("`params` must be an object".into()),
     };
+    Kind::Object.check(params, "_meta")?;
     let rules: &[(&str, Kind)] = match method {
         "tools/call" | "prompts/get" => &[("name", Kind::String), ("arguments", Kind::Object)],
         "resources/read" | "resources/subscribe" | "resources/unsubscribe" => {
             &[("uri", Kind::String)]
         }
         "logging/setLevel" => &[("level", Kind::String)],
+        "tools/list" | "prompts/list" | "resources/list" | "resources/templates/list" => {
+            &[("cursor", Kind::String)]
+        }
         "initialize" => &[
             ("protocolVersion", Kind::String),
             ("capabilities", Kind::Object),
@@ -296,6 +348,63 @@ mod tests {
         assert_eq!(code(gate.check(&nested)), (-32700, json!(9)));
     }
 
+    #[test]
+    fn every_readable_id_is_answered_as_written() {
+        let mut gate = started();
+        for jsonrpc in ["2", "\"2.00\"", "\"1.0\"", "null"] {
+            let line = format!(r#"{{"jsonrpc":{jsonrpc},"id":11,"method":"ping"}}"#);
+            assert_eq!(
+                code(gate.check(line.as_bytes())),
+                (-32600, json!(11)),
+                "{line}"
+            );
+        }
+        let missing = br#"{"id":"m","method":"tools/list"}"#;
+        assert_eq!(code(gate.check(missing)), (-32600, json!("m")));
+        for params in [
+            r#"{"_meta":"x"}"#,
+            r#"{"_meta":5}"#,
+            r#"{"cursor":1e308}"#,
+            r#"{"cursor":{"a":1}}"#,
+        ] {
+            for method in ["tools/list", "prompts/list", "resources/templates/list"] {
+                let line = format!(
+                    r#"{{"jsonrpc":"2.0","id":"p","method":"{method}","params":{params}}}"#
+                );
+                assert_eq!(
+                    code(gate.check(line.as_bytes())),
+                    (-32602, json!("p")),
+                    "{line}"
+                );
+            }
+        }
+        let astral = r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"cursor":"𝄞"}}"#;
+        assert_eq!(gate.check(astral.as_bytes()), Verdict::Forward);
+        // Numbers no 64-bit type holds: echoed exactly, as the text wrote them.
+        let huge = br#"{"jsonrpc":"2.0","id":1e400,"method":"ping"}"#;
+        assert_eq!(
+            gate.check(huge),
+            Verdict::ReplyText(
+                r#"{"jsonrpc":"2.0","id":1e400,"error":{"code":-32700,"message":"Parse error: number out of range at line 1 column 27"}}"#
+                    .into()
+            )
+        );
+        let wide = br#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}"#;
+        let Verdict::ReplyText(text) = gate.check(wide) else {
+            panic!("a raw reply");
+        };
+        assert!(
+            text.contains(r#""id":123456789012345678901234567890,"#),
+            "{text}"
+        );
+        for bad in ["-", "1.", "+1", "01", "1e", "--1"] {
+            assert!(!is_json_number(bad), "{bad}");
+        }
+        for good in ["0", "-0.0", "2e3", "1E+30", "12.5e-3"] {
+            assert!(is_json_number(good), "{good}");
+        }
+    }
+
     /// A small deterministic generator for the seeded fuzz below.
     struct Lcg(u64);
 
@@ -365,7 +474,18 @@ mod tests {
             }
             let answer = match gate.check(&line) {
                 Verdict::Reply(reply) => reply,
-                Verdict::ReplyText(text) => serde_json::from_str(&text).expect("a JSON reply"),
+                Verdict::ReplyText(text) => match serde_json::from_str(&text) {
+                    Ok(reply) => reply,
+                    // An id no f64 holds (`1e999`) is JSON that serde_json will not read.
+                    Err(_) => {
+                        let raw = text
+                            .strip_prefix(r#"{"jsonrpc":"2.0","id":"#)
+                            .and_then(|rest| rest.split(',').next())
+                            .unwrap_or_default();
+                        assert!(is_json_number(raw), "{text}");
+                        continue;
+                    }
+                },
                 Verdict::Forward | Verdict::Drop(_) => continue,
             };
             assert_eq!(answer["jsonrpc"], "2.0", "{answer}");

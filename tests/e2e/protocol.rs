@@ -39,7 +39,7 @@ fn case(rng: &mut Lcg, n: usize) -> Case {
         id: id.to_string(),
         code,
     };
-    match rng.below(10) {
+    match rng.below(13) {
         // Invalid UTF-8 inside a string: a parse error that still names the id.
         0 => {
             let mut line =
@@ -123,6 +123,64 @@ fn case(rng: &mut Lcg, n: usize) -> Case {
             format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"no/such/method{n}"}}"#),
             Some(-32601),
         ),
+        // A `jsonrpc` member that is not "2.0" (or none): refused, with the id.
+        9 => {
+            let member = pick(
+                rng,
+                &[
+                    r#""jsonrpc":2,"#,
+                    r#""jsonrpc":"2.00","#,
+                    r#""jsonrpc":"1.0","#,
+                    r#""jsonrpc":null,"#,
+                    "",
+                ],
+            );
+            text(
+                format!(
+                    r#"{{{member}"id":{id},"method":"{}"}}"#,
+                    pick(rng, &methods)
+                ),
+                Some(-32600),
+            )
+        }
+        // A list method's `_meta` or `cursor` of the wrong type.
+        10 => text(
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"{}","params":{}}}"#,
+                pick(
+                    rng,
+                    &[
+                        "tools/list",
+                        "prompts/list",
+                        "resources/list",
+                        "resources/templates/list"
+                    ]
+                ),
+                pick(
+                    rng,
+                    &[
+                        r#"{"_meta":"x"}"#,
+                        r#"{"_meta":5}"#,
+                        r#"{"_meta":1e308}"#,
+                        r#"{"cursor":1e308}"#,
+                        r#"{"cursor":[1]}"#
+                    ]
+                )
+            ),
+            Some(-32602),
+        ),
+        // An integer id no 64-bit type holds: echoed as written, refused.
+        11 => {
+            let raw = format!(
+                "{}{id:06}",
+                pick(rng, &["123456789012345678901234", "-98765432109876543210"])
+            );
+            Case {
+                line: format!(r#"{{"jsonrpc":"2.0","id":{raw},"method":"ping"}}"#).into_bytes(),
+                id: raw,
+                code: Some(-32600),
+            }
+        }
         // Plain requests keep working in between.
         _ => text(
             format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#),
