@@ -292,3 +292,139 @@ fn swapping_a_directory_for_a_symlink_while_reading_never_leaks() {
     let results = &reply["result"]["structuredContent"]["results"];
     assert_eq!(results, &json!([]), "the outside file was indexed: {reply}");
 }
+
+/// Credentials of the shapes secret scanners know, inline in ordinary files, with the part
+/// that must never be answered.
+const SHAPES: &[(&str, &str)] = &[
+    (
+        "CACHE_URL = \"redis://:redisPw4417x@cache:6379/0\"",
+        "redisPw4417x",
+    ),
+    (
+        "SLACK_APP = \"xapp-1-A0123456789-1234567890123-abcdef0123456789\"",
+        "xapp-1-A0123456789",
+    ),
+    (
+        "HOOK = \"https://hooks.slack.com/services/T0ABCDEF1/B0ABCDEF2/q8Zr4Tn7Xw2Lm5Kp9Vb3Yc6H\"",
+        "q8Zr4Tn7Xw2Lm5Kp9Vb3Yc6H",
+    ),
+    (
+        "JWT = \"eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U\"",
+        "dozjgNryP4J3jVmNHl0w5N",
+    ),
+    (
+        "aws_secret_access_key = \"wJalrXUtnFEMI/K7MDENG/bPxRfiCYzz9QKEY12\"",
+        "wJalrXUtnFEMI",
+    ),
+    (
+        "FEED = \"https://api.example.com/feed?limit=5&access_token=Zx81kQp0LmN2vB7tR\"",
+        "Zx81kQp0LmN2vB7tR",
+    ),
+    (
+        "SENDGRID = \"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\"",
+        "TwL2iGABf9DHoTf",
+    ),
+    (
+        "AZURE = \"AccountName=a;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==\"",
+        "Eby8vdM02xNOcqFlqUwJ",
+    ),
+    (
+        "DOCKER = \"dckr_pat_2b3e36beeb386dfdaacb9b46004\"",
+        "dckr_pat_2b3e36beeb",
+    ),
+    (
+        "VAULT = \"hvs.CAESIJlU9JMYEhOPYv4iGeX4kkJhN0x5dGVzdHRva2Vu\"",
+        "hvs.CAESIJlU9JMYEhOPYv4i",
+    ),
+    (
+        "STRIPE = \"sk_test_4eC39HqLyjWDarjtT1zdp7dc\"",
+        "4eC39HqLyjWDarjtT1zdp7dc",
+    ),
+    (
+        "PYPI = \"pypi-AgEIcHlwaS5vcmcCJGI4YmNhMDA1LTM0MjQtNGQ1Ni1hMjNhLTRmMDM5ZWRkMTExMw\"",
+        "CJGI4YmNhMDA1LTM0MjQt",
+    ),
+    (
+        "SECRET_KEY = 'd7f8a9s0df8a7sd6f5x2'",
+        "d7f8a9s0df8a7sd6f5x2",
+    ),
+    ("DATABASE_PASSWORD = \"hunter7Kq2pass\"", "hunter7Kq2pass"),
+];
+
+#[test]
+fn every_secret_shape_stays_out_of_every_answer() {
+    let env = TestEnv::new();
+    let mut settings = String::from("def load_settings():\n    return SETTINGS_MARKER\n\n");
+    for (line, _) in SHAPES {
+        settings.push_str(line);
+        settings.push('\n');
+    }
+    let pgp = "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBGB2pgpSecretBody77\n=Ab12\n-----END PGP PRIVATE KEY BLOCK-----\n";
+    let fixture = format!(
+        "def key_fixture():\n    return KEY\n\nKEY = '''\n{pgp}'''\nOPEN = '''\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowOpenPemBody99\n"
+    );
+    let named = [
+        "kube-config.yaml",
+        "etc/kubernetes/admin.conf",
+        "htpasswd",
+        "auth.json",
+        "rclone.conf",
+        "terraform.tfstate.1700000000.backup",
+    ];
+    let mut files: Vec<(String, String)> = vec![
+        ("src/settings.py".into(), settings),
+        ("src/fixture.py".into(), fixture),
+        ("keys/release.asc".into(), pgp.to_string()),
+    ];
+    for name in named {
+        files.push((name.into(), format!("named_secret_marker = {name}\n")));
+    }
+    let root = env.project("shapes", &files);
+    let mut shim = Shim::start(&env, &root);
+    shim.initialize();
+    shim.search_until("load_settings", "src/settings.py");
+    let secrets: Vec<&str> = SHAPES
+        .iter()
+        .map(|(_, s)| *s)
+        .chain([
+            "lQOYBGB2pgpSecretBody77",
+            "MIIEowOpenPemBody99",
+            "named_secret_marker",
+        ])
+        .collect();
+    let check = |what: &str, reply: &Value| {
+        let text = reply.to_string();
+        for secret in &secrets {
+            assert!(!text.contains(secret), "{what} answered {secret}: {text}");
+        }
+    };
+    for query in secrets
+        .iter()
+        .copied()
+        .chain(["load_settings SECRET_KEY", "key_fixture"])
+    {
+        for mode in ["lexical", "hybrid"] {
+            let reply =
+                shim.call_tool("search", json!({"query": query, "mode": mode, "limit": 50}));
+            // The answer names the query it answers; everything else must hold no secret.
+            let echo = format!("for {}", json!(query));
+            let text = reply["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .replace(&echo, "");
+            let results = &reply["result"]["structuredContent"]["results"];
+            check(&format!("search {query} ({mode})"), &json!([text, results]));
+        }
+    }
+    for rel in ["src/settings.py", "src/fixture.py", "keys/release.asc"] {
+        check(rel, &shim.call_tool("lookup", json!({"path": rel})));
+        check(rel, &read_resource(&mut shim, &root, rel));
+    }
+    for rel in named {
+        let reply = shim.call_tool("lookup", json!({"path": rel}));
+        assert!(is_error(&reply), "{rel} served: {reply}");
+    }
+    for name in ["load_settings", "key_fixture", "KEY", "SECRET_KEY"] {
+        check(name, &shim.call_tool("usages", json!({"symbol": name})));
+    }
+}
