@@ -38,7 +38,14 @@ pub fn projects(
     let indexed = crate::index::indexed_roots(registry.data_dir());
     let mut roots: Vec<PathBuf> = Vec::new();
     if named.iter().any(|n| n == ALL) {
-        roots.extend(indexed.iter().filter(|r| r.is_dir()).cloned());
+        // Only roots that are still the directories indexed: one replaced by a symlink (to a
+        // directory never indexed) is not followed.
+        roots.extend(
+            indexed
+                .iter()
+                .filter(|r| r.canonicalize().is_ok_and(|c| &c == *r) && r.is_dir())
+                .cloned(),
+        );
     } else {
         for name in named {
             let path = crate::index::named_root(name);

@@ -208,3 +208,41 @@ fn amanctl_lists_indexed_projects_and_forgets_them() {
         "{ran:?}"
     );
 }
+
+#[test]
+fn an_indexed_root_replaced_by_a_symlink_is_not_followed_by_all() {
+    let env = TestEnv::new();
+    let service = env.project("service", &[("billing/refunds.py", SERVICE_PY)]);
+    let client = env.project("client", &[("sdk/orders.py", CLIENT_PY)]);
+    let secret = env.project(
+        "never-indexed",
+        &[("notes.py", "def issue_refund_private_notes():\n    pass\n")],
+    );
+    let mut on_service = Shim::start(&env, &service);
+    on_service.initialize();
+    on_service.search_until("issue_refund", "billing/refunds.py");
+    drop(on_service);
+    let mut shim = Shim::start(&env, &client);
+    shim.initialize();
+    shim.search_until("refund_order", "sdk/orders.py");
+    // The service's checkout is swapped for a symlink to a directory nobody indexed.
+    std::fs::rename(&service, env.path().join("service-moved")).unwrap();
+    std::os::unix::fs::symlink(&secret, &service).unwrap();
+    let reply = shim.call_tool(
+        "search",
+        json!({"query": "issue_refund_private_notes", "mode": "lexical", "projects": ["all"]}),
+    );
+    let text = reply.to_string();
+    assert!(!text.contains("notes.py"), "{text}");
+    let reply = shim.call_tool(
+        "search",
+        json!({"query": "refund", "mode": "lexical", "projects": [service.to_str().unwrap()]}),
+    );
+    assert!(!reply.to_string().contains("notes.py"), "{reply}");
+    let roots = env.amanctl(&["projects"]);
+    assert!(
+        !roots.stdout.contains("never-indexed"),
+        "the symlink's target became a project: {}",
+        roots.text()
+    );
+}
