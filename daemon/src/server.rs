@@ -114,9 +114,33 @@ fn check_socket_path(socket: &Path) -> Result<(), ServerError> {
     }
 }
 
+/// The lock that keeps one daemon (and so one writer per index) on a data directory: beside
+/// it, not in it (`~/.local/share/.amanmcp.lock`), so deleting the directory under a running
+/// daemon does not let a second one start on its new copy. Inside it only when its parent
+/// cannot take a file.
+fn data_lock_path(data_dir: &Path) -> PathBuf {
+    let beside = data_dir
+        .parent()
+        .zip(data_dir.file_name())
+        .map(|(parent, name)| parent.join(format!(".{}.lock", name.to_string_lossy())));
+    match beside {
+        Some(path)
+            if OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&path)
+                .is_ok() =>
+        {
+            path
+        }
+        _ => data_dir.join("amanmcpd.lock"),
+    }
+}
+
 /// Take a single-instance lock at `lock_path`; held for the daemon's life. One lock sits
-/// beside the socket (one daemon per socket), one in the data directory (one daemon, and so
-/// one writer, per index).
+/// beside the socket (one daemon per socket), one beside the data directory (one daemon,
+/// and so one writer, per index: [`data_lock_path`]).
 fn take_lock(lock_path: &Path) -> Result<File, ServerError> {
     let mut file = OpenOptions::new()
         .create(true)
@@ -163,7 +187,7 @@ where
         &config.socket_path,
     ))?;
     prepare_private_dir(&config.data_dir)?;
-    let _data_lock = take_lock(&config.data_dir.join("amanmcpd.lock"))?;
+    let _data_lock = take_lock(&data_lock_path(&config.data_dir))?;
     // Vectors shared by every project: a second checkout or worktree embeds only what the
     // first did not. Without it (an unwritable directory), each project embeds alone.
     if let Some(embedding) = &config.search.embedding {

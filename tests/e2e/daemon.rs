@@ -111,6 +111,25 @@ fn a_daemon_on_another_socket_cannot_share_the_data_directory() {
         .unwrap();
     assert_eq!(second.status.code(), Some(3), "{second:?}");
     assert!(String::from_utf8_lossy(&second.stderr).contains("already running"));
+    // Nor once the data directory was deleted under the first (its lock lived inside).
+    std::fs::remove_dir_all(env.data_dir()).unwrap();
+    let mut third = env
+        .command("amanmcpd")
+        .arg("--socket")
+        .arg(&other_socket)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = amanmcp_tests::exit_within(&mut third, Duration::from_secs(20));
+    if status.is_none() {
+        let _ = third.kill();
+    }
+    let out = third.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "a second daemon started: {out:?}"
+    );
     let _ = first.kill();
     let _ = first.wait();
 }
