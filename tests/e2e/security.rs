@@ -259,6 +259,14 @@ fn swapping_a_directory_for_a_symlink_while_reading_never_leaks() {
             let mut swaps = 0u64;
             while !stop.load(Ordering::Relaxed) {
                 std::fs::rename(&dir, &parked).unwrap();
+                // A new mtime each time, so every pass reads the file again.
+                let file = std::fs::File::options()
+                    .write(true)
+                    .open(parked.join("race.txt"))
+                    .unwrap();
+                let now = std::time::SystemTime::now();
+                file.set_modified(now - std::time::Duration::from_secs(swaps % 1000))
+                    .unwrap();
                 std::os::unix::fs::symlink(&outside, &dir).unwrap();
                 std::thread::yield_now();
                 std::fs::remove_file(&dir).unwrap();
@@ -269,12 +277,24 @@ fn swapping_a_directory_for_a_symlink_while_reading_never_leaks() {
         })
     };
     let mut served = 0;
-    for round in 0..2000 {
-        let reply = match round % 3 {
+    for round in 0..600 {
+        let reply = match round % 5 {
             0 => shim.call_tool("lookup", json!({"path": "racedir/race.txt"})),
             1 => read_resource(&mut shim, &root, "racedir/race.txt"),
-            // Re-indexing mid-swap must never index what the symlink points at.
-            _ => shim.call_tool("reindex", json!({"path": "racedir/race.txt"})),
+            // Nothing a pass read through the symlink is ever searchable.
+            4 => {
+                let reply = shim.call_tool(
+                    "search",
+                    json!({"query": OUTSIDE_MARKER, "mode": "lexical", "limit": 50}),
+                );
+                let results = &reply["result"]["structuredContent"]["results"];
+                assert_no_leak("search mid-race", results);
+                continue;
+            }
+            // Re-indexing mid-swap, one path or the whole project, must never index what
+            // the symlink points at.
+            2 => shim.call_tool("reindex", json!({"path": "racedir/race.txt"})),
+            _ => shim.call_tool("reindex", json!({})),
         };
         assert_no_leak("racedir/race.txt", &reply);
         if !is_error(&reply) {
@@ -291,6 +311,10 @@ fn swapping_a_directory_for_a_symlink_while_reading_never_leaks() {
     );
     let results = &reply["result"]["structuredContent"]["results"];
     assert_eq!(results, &json!([]), "the outside file was indexed: {reply}");
+    // And a full pass leaves the index as the files are.
+    let ran = env.amanctl_on(&root, &["index"]);
+    assert!(ran.ok(), "{}", ran.text());
+    env.verify_ok(&root, "after the race");
 }
 
 /// Credentials of the shapes secret scanners know, inline in ordinary files, with the part

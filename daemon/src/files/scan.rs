@@ -283,10 +283,13 @@ pub enum ReadOutcome {
     Failed(std::io::Error),
 }
 
-/// Read a candidate file, rejecting binary, undecodable, minified and oversized content.
+/// Read the file at `rel` under `root` (never through a symlink: see
+/// [`crate::files::open`]), rejecting binary, undecodable, minified and oversized content.
 /// Mostly-UTF-8 text in a legacy encoding (a Latin-1 comment) is decoded lossily.
-pub fn read_text(path: &Path, limits: Limits) -> ReadOutcome {
-    let bytes = match read_regular(path, limits.max_file_bytes) {
+pub fn read_text(root: &Path, rel: &str, limits: Limits) -> ReadOutcome {
+    let bytes = match crate::files::open::open_beneath(root, rel)
+        .and_then(|file| crate::files::open::read_regular(file, limits.max_file_bytes))
+    {
         Ok(Some(bytes)) => bytes,
         Ok(None) => return ReadOutcome::Skipped(SkipReason::TooLarge),
         Err(e) if is_transient(&e) => return ReadOutcome::Failed(e),
@@ -317,69 +320,9 @@ pub fn read_text(path: &Path, limits: Limits) -> ReadOutcome {
     ReadOutcome::Text(text, hash)
 }
 
-/// The bytes of the regular file at `path`, or `None` when it holds more than `max` bytes.
-/// What the walk saw as a file may have been swapped since: the file is opened without
-/// blocking (a FIFO would wait for a writer forever) and without following a symlink, the
-/// opened descriptor must be a regular file (not a FIFO, socket or device such as
-/// `/dev/zero`), and at most `max + 1` bytes are read whatever it grows to meanwhile.
-pub fn read_regular(path: &Path, max: u64) -> std::io::Result<Option<Vec<u8>>> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_NOCTTY)
-        .open(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "not a regular file",
-        ));
-    }
-    if meta.len() > max {
-        return Ok(None);
-    }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(max + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > max {
-        return Ok(None);
-    }
-    Ok(Some(bytes))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn only_regular_files_are_read_and_never_past_the_limit() {
-        let dir = tempfile::tempdir().unwrap();
-        let fifo = dir.path().join("fifo");
-        let name = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o644) }, 0);
-        // Neither call may block (a FIFO without a writer) or run on (a device).
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let fifo = read_regular(&fifo, 1 << 20).map(|_| ());
-            let zero = read_regular(Path::new("/dev/zero"), 1 << 20).map(|_| ());
-            let _ = tx.send((fifo, zero));
-        });
-        let (fifo, zero) = rx
-            .recv_timeout(std::time::Duration::from_secs(10))
-            .expect("reading special files returns at once");
-        assert!(fifo.is_err() && zero.is_err());
-        let file = dir.path().join("a.txt");
-        std::fs::write(&file, "0123456789").unwrap();
-        assert_eq!(read_regular(&file, 10).unwrap().unwrap(), b"0123456789");
-        assert_eq!(read_regular(&file, 9).unwrap(), None, "over the limit");
-        let link = dir.path().join("link.txt");
-        std::os::unix::fs::symlink(&file, &link).unwrap();
-        assert!(
-            read_regular(&link, 10).is_err(),
-            "a symlink is not followed"
-        );
-    }
 
     #[test]
     fn walks_with_gitignore_and_skips_secrets() {
@@ -419,12 +362,20 @@ mod tests {
         let bin = dir.path().join("a.dat");
         std::fs::write(&bin, [1u8, 0, 2, 3]).unwrap();
         assert!(matches!(
-            read_text(&bin, Limits::default()),
+            read_text(
+                dir.path(),
+                bin.file_name().unwrap().to_str().unwrap(),
+                Limits::default()
+            ),
             ReadOutcome::Skipped(SkipReason::Binary)
         ));
         let latin1 = dir.path().join("b.txt");
         std::fs::write(&latin1, b"# caf\xe9 au lait\ndef brew(): pass\n").unwrap();
-        match read_text(&latin1, Limits::default()) {
+        match read_text(
+            dir.path(),
+            latin1.file_name().unwrap().to_str().unwrap(),
+            Limits::default(),
+        ) {
             ReadOutcome::Text(text, _) => assert!(text.contains("def brew()")),
             _ => panic!("mostly-UTF-8 text is decoded lossily"),
         }
@@ -435,13 +386,21 @@ mod tests {
             .collect();
         std::fs::write(&utf16, &wide[1..]).unwrap();
         assert!(matches!(
-            read_text(&utf16, Limits::default()),
+            read_text(
+                dir.path(),
+                utf16.file_name().unwrap().to_str().unwrap(),
+                Limits::default()
+            ),
             ReadOutcome::Skipped(_)
         ));
         let minified = dir.path().join("bundle.js");
         std::fs::write(&minified, "var a=1;".repeat(5000)).unwrap();
         assert!(matches!(
-            read_text(&minified, Limits::default()),
+            read_text(
+                dir.path(),
+                minified.file_name().unwrap().to_str().unwrap(),
+                Limits::default()
+            ),
             ReadOutcome::Skipped(SkipReason::LongLines)
         ));
     }

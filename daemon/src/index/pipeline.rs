@@ -80,6 +80,7 @@ pub fn reconcile(
     // size, mtime and hash say.
     let rechunk = index.store.chunker_version()? != Some(crate::chunk::CHUNKER_VERSION);
     let mut stats = diff(
+        root,
         &scanned.files,
         &known,
         rechunk,
@@ -133,7 +134,16 @@ pub fn update(
     }
     let mut files: Vec<Candidate> = files.into_values().collect();
     files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
-    let stats = diff(&files, &known, false, writer, limits, &|_| {}, &|_| {})?;
+    let stats = diff(
+        root,
+        &files,
+        &known,
+        false,
+        writer,
+        limits,
+        &|_| {},
+        &|_| {},
+    )?;
     if stats.changed + stats.removed > 0 {
         writer.flush()?;
     }
@@ -175,6 +185,7 @@ fn keep_unreadable(known: &mut HashMap<String, FileRecord>, dirs: &[String]) {
 /// with `rechunk`, every file counts as changed.
 #[allow(clippy::too_many_arguments)]
 fn diff(
+    root: &Path,
     files: &[Candidate],
     known: &HashMap<String, FileRecord>,
     rechunk: bool,
@@ -209,7 +220,7 @@ fn diff(
             .par_iter()
             .for_each_with(writer.clone(), |writer, candidate| {
                 let previous = known.get(&candidate.rel_path);
-                let op = match scan::read_text(&candidate.abs_path, limits) {
+                let op = match scan::read_text(root, &candidate.rel_path, limits) {
                     ReadOutcome::Text(text, hash) => {
                         source_bytes.fetch_add(text.len() as u64, Ordering::Relaxed);
                         if !rechunk && previous.is_some_and(|r| r.hash == hash) {

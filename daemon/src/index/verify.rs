@@ -106,7 +106,7 @@ pub fn verify(
     let scanned = scan::scan(root, limits);
     let mut on_disk = HashSet::new();
     for candidate in &scanned.files {
-        if let ReadOutcome::Text(_, hash) = scan::read_text(&candidate.abs_path, limits) {
+        if let ReadOutcome::Text(_, hash) = scan::read_text(root, &candidate.rel_path, limits) {
             on_disk.insert(candidate.rel_path.as_str());
             match files.get(&candidate.rel_path) {
                 Some(record) if record.hash == hash => {}

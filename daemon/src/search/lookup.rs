@@ -149,57 +149,11 @@ pub fn confine(root: &Path, store: &Store, path: &str) -> Result<String, Error> 
     Ok(rel)
 }
 
-/// Open `rel` under `root` one component at a time without following any symlink
-/// (`openat` with `O_NOFOLLOW`), so swapping a directory for a symlink while we open cannot
-/// lead outside the root. The root itself is canonical and trusted.
-fn open_beneath(root: &Path, rel: &str) -> std::io::Result<std::fs::File> {
-    use std::ffi::CString;
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-    use std::os::unix::ffi::OsStrExt;
-
-    let open_at = |dir: libc::c_int, name: &[u8], flags: libc::c_int| {
-        let name = CString::new(name)
-            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
-        // SAFETY: `name` is a valid NUL-terminated string and `dir` an open descriptor (or
-        // AT_FDCWD).
-        let fd = unsafe { libc::openat(dir, name.as_ptr(), flags | libc::O_CLOEXEC) };
-        if fd < 0 {
-            Err(std::io::Error::last_os_error())
-        } else {
-            // SAFETY: `fd` was just opened and nothing else owns it.
-            Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-        }
-    };
-    let mut dir = open_at(
-        libc::AT_FDCWD,
-        root.as_os_str().as_bytes(),
-        libc::O_RDONLY | libc::O_DIRECTORY,
-    )?;
-    let parts: Vec<&str> = rel.split('/').filter(|p| !p.is_empty()).collect();
-    let Some((file, dirs)) = parts.split_last() else {
-        return Err(std::io::ErrorKind::InvalidInput.into());
-    };
-    for part in dirs {
-        dir = open_at(
-            dir.as_raw_fd(),
-            part.as_bytes(),
-            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW,
-        )?;
-    }
-    // O_NONBLOCK: a FIFO swapped in must not hang the read (it is refused below).
-    let fd = open_at(
-        dir.as_raw_fd(),
-        file.as_bytes(),
-        libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK,
-    )?;
-    Ok(std::fs::File::from(fd))
-}
-
 /// Read an indexed file to serve: refuses anything but a regular file, binaries and huge
 /// files; decodes lossily and redacts credentials ([`secrets::redact`]).
 fn read_lines(root: &Path, rel: &str) -> Result<Vec<String>, Error> {
     use std::io::Read;
-    let file = open_beneath(root, rel).map_err(|e| match e.raw_os_error() {
+    let file = crate::files::open::open_beneath(root, rel).map_err(|e| match e.raw_os_error() {
         Some(libc::ELOOP) | Some(libc::ENOTDIR) => invalid(
             "path",
             format!("{rel} goes through a symlink and is not served"),
