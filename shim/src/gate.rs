@@ -93,10 +93,8 @@ impl Gate {
         }
         if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
             let problem = "`jsonrpc` must be \"2.0\"";
-            return match id {
-                Some(id) => Verdict::Reply(error_reply(id, -32600, problem)),
-                None => Verdict::Drop("a message whose jsonrpc is not \"2.0\""),
-            };
+            // Without an id, the id could not be told: null, as JSON-RPC says.
+            return Verdict::Reply(error_reply(id.unwrap_or(Value::Null), -32600, problem));
         }
         let Some(method) = message.get("method") else {
             // A response to one of our requests (roots/list).
