@@ -13,6 +13,9 @@ use tonic::{Code, Status};
 
 /// How long to wait for a freshly started daemon to accept connections.
 const START_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long after a start lost the lock to another daemon a new start is tried, while that
+/// daemon does not answer (it may have died before listening).
+const RESTART_PAUSE: Duration = Duration::from_millis(500);
 /// Environment variable naming the daemon binary to start.
 pub const DAEMON_BIN_ENV: &str = "AMANMCP_DAEMON_BIN";
 
@@ -164,12 +167,16 @@ impl DaemonLink {
     }
 
     /// Wait for the daemon just started to answer. If it exits first (other than because
-    /// another daemon won the race for the socket), say why, from its log.
+    /// another daemon won the race for the socket), say why, from its log. If it exits
+    /// because another daemon held the lock, that one may have died since (killed while
+    /// starting, before it listened): another start is tried after a moment, and it either
+    /// takes the lock or finds a live daemon that will answer.
     async fn wait_for_daemon(
         &self,
         mut started: Started,
     ) -> Result<DaemonClient<Channel>, LinkError> {
         let deadline = Instant::now() + START_TIMEOUT;
+        let mut last_start = Instant::now();
         loop {
             match endpoint::connect(&self.socket).await {
                 Ok(client) => return Ok(client),
@@ -181,14 +188,20 @@ impl DaemonLink {
                     )));
                 }
                 Err(_) => {
-                    if let Some(code) = started.exited()
-                        && code != Some(ALREADY_RUNNING_EXIT)
-                    {
-                        return Err(LinkError::Unreachable(format!(
-                            "amanmcpd exited at start (code {}){}",
-                            code.map_or("none".to_string(), |c| c.to_string()),
-                            started.log_tail()
-                        )));
+                    match started.exited() {
+                        Some(code) if code != Some(ALREADY_RUNNING_EXIT) => {
+                            return Err(LinkError::Unreachable(format!(
+                                "amanmcpd exited at start (code {}){}",
+                                code.map_or("none".to_string(), |c| c.to_string()),
+                                started.log_tail()
+                            )));
+                        }
+                        Some(_) if last_start.elapsed() > RESTART_PAUSE => {
+                            started = start_daemon(&self.socket)
+                                .map_err(|e| LinkError::Unreachable(e.to_string()))?;
+                            last_start = Instant::now();
+                        }
+                        _ => {}
                     }
                     tokio::time::sleep(Duration::from_millis(20)).await
                 }

@@ -333,3 +333,45 @@ fn daemon_peak_rss(env: &TestEnv) -> u64 {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         .map_or(0, |kb| kb * 1024)
 }
+
+#[test]
+fn a_daemon_killed_while_starting_comes_back_when_the_next_client_needs_it() {
+    let env = TestEnv::new();
+    let root = env.project(
+        "proj",
+        &[("app.py", "def restart_thetaword():\n    pass\n")],
+    );
+    let lock = amanmcp_proto::endpoint::socket_lock_path(&env.socket());
+    let mut rng = Lcg(7);
+    for round in 0..6 {
+        // A client starts the daemon; it is killed within its first half second.
+        let mut first = amanmcp_tests::Shim::start(&env, &root);
+        first.send_raw(
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#,
+        );
+        let deadline = Instant::now() + Duration::from_millis(rng.below(500));
+        let mut killed = None;
+        while Instant::now() < deadline || killed.is_none() {
+            let pid = std::fs::read_to_string(&lock)
+                .ok()
+                .and_then(|p| p.trim().parse::<i32>().ok());
+            if let Some(pid) = pid.filter(|_| Instant::now() >= deadline) {
+                // SAFETY: kill has no memory-safety preconditions.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                killed = Some(pid);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+            assert!(
+                Instant::now() < deadline + Duration::from_secs(20),
+                "round {round}: no daemon started"
+            );
+        }
+        drop(first);
+        // The next client gets a daemon and its answer.
+        let mut next = amanmcp_tests::Shim::start(&env, &root);
+        next.initialize();
+        next.search_until("restart_thetaword", "app.py");
+        assert_ne!(env.daemon_pid(), killed, "round {round}");
+        drop(next);
+    }
+}
