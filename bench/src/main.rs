@@ -10,6 +10,7 @@
 
 mod ann;
 mod cosqa;
+mod cv;
 mod freshness;
 mod index;
 mod localize;
@@ -76,6 +77,9 @@ enum BenchCommand {
     /// category and language in every mode, beside the peers' published figures, through
     /// the real daemon and shim. Materialize the checkouts first with its `materialize.sh`.
     Semble(semble::Options),
+    /// Leave-one-repository-out cross-validation over `semble --dump` runs, one per setting
+    /// of the ranking's parameters: the CV figure beside the in-sample one.
+    Cv(cv::Options),
     /// Approximate nearest neighbours at scale: windows of the text files under DIRS,
     /// embedded and stored as the daemon does; recall@10 against exact search and query time.
     Ann(ann::Options),
@@ -145,6 +149,7 @@ fn main() -> anyhow::Result<()> {
             let runtime = tokio::runtime::Runtime::new()?;
             runtime.block_on(semble::run(options))
         }
+        BenchCommand::Cv(options) => cv::run(options),
         BenchCommand::Stress(options) => {
             let runtime = tokio::runtime::Runtime::new()?;
             runtime.block_on(stress::run(options))
