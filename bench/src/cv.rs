@@ -72,11 +72,16 @@ pub fn run(options: Options) -> anyhow::Result<()> {
         for mode in &modes {
             let column = candidates.len();
             candidates.push(format!("{label}:{mode}"));
+            // A repository may ask the same question twice: the n-th asking is its own row.
+            let mut asked: BTreeMap<(String, String), usize> = BTreeMap::new();
             for entry in &entries {
-                let key = (
+                let text = (
                     entry["repo"].as_str().unwrap_or_default().to_string(),
                     entry["query"].as_str().unwrap_or_default().to_string(),
                 );
+                let nth = asked.entry(text.clone()).or_default();
+                *nth += 1;
+                let key = (text.0, format!("{}#{nth}", text.1));
                 let row = rows.entry(key.clone()).or_insert_with(|| Row {
                     repo: key.0.clone(),
                     category: entry["category"].as_str().unwrap_or("?").to_string(),

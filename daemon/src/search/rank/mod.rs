@@ -71,6 +71,25 @@ const COVERAGE_FLOOR: f32 = 0.25;
 /// Damping of each further chunk of a file already ranked above.
 const REPEAT_DAMPING: f32 = 0.6;
 
+/// A constant of this stage as the environment overrides it (`AMANMCP_RANK_<NAME>`, read
+/// once), so `amanmcp-bench cv` can sweep any of them and fit it by leave-one-repository-out
+/// cross-validation (`bench/cv-sweep.sh`). `PRIOR` is the exponent on the product of the
+/// rule factors (1: as the constants say; 0: retrieval order). Unset, every constant is as
+/// written here.
+fn tuned(name: &str, default: f32) -> f32 {
+    static TUNED: std::sync::OnceLock<HashMap<String, f32>> = std::sync::OnceLock::new();
+    let overrides = TUNED.get_or_init(|| {
+        std::env::vars()
+            .filter_map(|(key, value)| {
+                let name = key.strip_prefix("AMANMCP_RANK_")?.to_string();
+                let value = value.trim().parse::<f32>().ok()?;
+                (value.is_finite() && (0.0..=10.0).contains(&value)).then_some((name, value))
+            })
+            .collect()
+    });
+    overrides.get(name).copied().unwrap_or(default)
+}
+
 /// What kind of question a query is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QueryKind {
@@ -243,7 +262,7 @@ pub fn rank(profile: &Profile, hits: Vec<LexicalHit>, view: &dyn IndexView) -> V
             let base = (hit.score / best).max(0.0);
             let (factor, why) = evidence(profile, &file_words, &hit, view);
             hit.why = why;
-            (base * factor, hit)
+            (base * factor.powf(tuned("PRIOR", 1.0)), hit)
         })
         .collect();
     // File evidence: each chunk gains a share of its file's other chunks' scores, with
@@ -267,13 +286,15 @@ pub fn rank(profile: &Profile, hits: Vec<LexicalHit>, view: &dyn IndexView) -> V
             others += weight * other;
             weight *= 0.5;
         }
-        *score += FILE_EVIDENCE * others;
+        *score += tuned("FILE_EVIDENCE", FILE_EVIDENCE) * others;
     }
     // Coverage: a file holding every concept of the question beats one that repeats a few.
     let covered = coverage(profile, &shares, &scored);
     for (score, hit) in &mut scored {
         if let Some(share) = covered.get(&hit.path) {
-            *score *= share.max(COVERAGE_FLOOR).powf(COVERAGE_POWER);
+            *score *= share
+                .max(tuned("COVERAGE_FLOOR", COVERAGE_FLOOR))
+                .powf(tuned("COVERAGE_POWER", COVERAGE_POWER));
         }
     }
     sort(&mut scored);
@@ -281,7 +302,7 @@ pub fn rank(profile: &Profile, hits: Vec<LexicalHit>, view: &dyn IndexView) -> V
     let mut seen: HashMap<String, i32> = HashMap::new();
     for (score, hit) in &mut scored {
         let n = seen.entry(hit.path.clone()).or_default();
-        *score *= REPEAT_DAMPING.powi(*n);
+        *score *= tuned("REPEAT_DAMPING", REPEAT_DAMPING).powi(*n);
         *n += 1;
     }
     sort(&mut scored);
@@ -374,8 +395,13 @@ fn naming_words<'p>(
                 .count();
             named <= most
         })
-        .filter(|(_, share)| **share <= NAMING_SHARE)
-        .map(|(w, share)| (w.as_str(), 1.0 - share / NAMING_SHARE))
+        .filter(|(_, share)| **share <= tuned("NAMING_SHARE", NAMING_SHARE))
+        .map(|(w, share)| {
+            (
+                w.as_str(),
+                1.0 - share / tuned("NAMING_SHARE", NAMING_SHARE),
+            )
+        })
         .collect()
 }
 
@@ -403,14 +429,14 @@ fn evidence(
             || profile.names.iter().any(|n| defines_in_text(&hit.body, n)))
     {
         factor *= match profile.kind {
-            QueryKind::Identifier => DEFINES_IDENTIFIER,
-            _ => DEFINES_MENTIONED,
+            QueryKind::Identifier => tuned("DEFINES_IDENTIFIER", DEFINES_IDENTIFIER),
+            _ => tuned("DEFINES_MENTIONED", DEFINES_MENTIONED),
         };
         // `Router` asks for the module `Router` before the function `router`.
         if profile.kind == QueryKind::Identifier
             && defined_as_written.iter().any(|d| profile.typed.contains(d))
         {
-            factor *= DEFINES_AS_TYPED;
+            factor *= tuned("DEFINES_AS_TYPED", DEFINES_AS_TYPED);
         }
         why.push("defines a name the query asks for".to_string());
     } else if profile.kind == QueryKind::Prose
@@ -418,7 +444,7 @@ fn evidence(
             .iter()
             .any(|d| profile.spelled.iter().any(|s| singular(d) == s))
     {
-        factor *= DEFINES_WORDS;
+        factor *= tuned("DEFINES_WORDS", DEFINES_WORDS);
         why.push("defines a name the query's words spell".to_string());
     }
     let (dirs, stem) = path_parts(&hit.path);
@@ -429,21 +455,21 @@ fn evidence(
         .max_by(|a, b| a.1.total_cmp(&b.1));
     let file_word = named.map(|(w, _)| *w);
     if let Some((word, weight)) = named {
-        factor *= 1.0 + (FILE_NAMED - 1.0) * weight;
+        factor *= 1.0 + (tuned("FILE_NAMED", FILE_NAMED) - 1.0) * weight;
         why.push(format!("file named by `{word}`"));
     } else if let Some(acronym) = profile
         .acronyms
         .iter()
         .find(|a| stem == **a || words.iter().any(|w| w == *a))
     {
-        factor *= FILE_NAMED;
+        factor *= tuned("FILE_NAMED", FILE_NAMED);
         why.push(format!("file named by `{acronym}`"));
     }
     // A file whose whole name the query spells, word by word (`syslog handler` ->
     // `SyslogHandler.php`), more so the more words it takes (`HttpClientEngine` over
     // `HttpClient`).
     if profile.kind == QueryKind::Prose && spelled_by(&profile.words, &words) {
-        factor *= FILE_SPELLED.powi(words.len() as i32 - 1);
+        factor *= tuned("FILE_SPELLED", FILE_SPELLED).powi(words.len() as i32 - 1);
         why.push("file named by the query's words in a row".to_string());
     }
     // A directory named by another word tells apart files of one name (`binding/json.go`
@@ -451,19 +477,19 @@ fn evidence(
     if let Some(word) = profile.words.iter().find(|w| {
         Some(w.as_str()) != file_word && dirs.iter().any(|d| d == *w || singular(d) == singular(w))
     }) {
-        factor *= DIRECTORY_NAMED;
+        factor *= tuned("DIRECTORY_NAMED", DIRECTORY_NAMED);
         why.push(format!("directory named by `{word}`"));
     }
     if superseded(&hit.path, &profile.words, view) {
-        factor *= OLD_VERSION;
+        factor *= tuned("OLD_VERSION", OLD_VERSION);
         why.push("an older version beside a newer one (lower)".to_string());
     }
     if !profile.wants_secondary && is_secondary_path(&hit.path) {
-        factor *= SECONDARY_PATH;
+        factor *= tuned("SECONDARY_PATH", SECONDARY_PATH);
         why.push("test, doc, example or generated path (lower)".to_string());
     }
     if is_reexport(&hit.body) {
-        factor *= REEXPORT;
+        factor *= tuned("REEXPORT", REEXPORT);
         why.push("re-exports only (lower)".to_string());
     }
     (factor, why)
