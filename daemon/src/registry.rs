@@ -25,6 +25,10 @@ pub struct Registry {
     idle_unload: Option<Duration>,
     search: SearchConfig,
     projects: Mutex<HashMap<PathBuf, Arc<Project>>>,
+    /// One lock per root, held while that root's project opens (its index check, recovery,
+    /// compaction), so a slow open holds up requests for that project only, never the
+    /// others'. Forgetting a project holds it too.
+    opening: Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>,
 }
 
 impl Registry {
@@ -45,6 +49,7 @@ impl Registry {
             idle_unload,
             search,
             projects: Mutex::new(HashMap::new()),
+            opening: Mutex::new(HashMap::new()),
         });
         let weak = Arc::downgrade(&registry);
         let tick = idle_unload.map_or(Duration::from_secs(30), |idle| {
@@ -114,13 +119,13 @@ impl Registry {
     /// Blocking: call from a blocking context.
     pub fn open(&self, root: &str, reconcile: bool) -> Result<Arc<Project>, Error> {
         let root = canonical_root(root)?;
-        let mut projects = self.projects.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(project) = projects.get(&root) {
-            project.touch();
-            if reconcile {
-                project.start_reconcile();
-            }
-            return Ok(project.clone());
+        if let Some(project) = self.loaded(&root, reconcile) {
+            return Ok(project);
+        }
+        let gate = self.gate(&root);
+        let _opening = gate.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(project) = self.loaded(&root, reconcile) {
+            return Ok(project);
         }
         let project = Project::open(
             root.clone(),
@@ -130,8 +135,32 @@ impl Registry {
             self.search.clone(),
         )?;
         project.start_reconcile();
-        projects.insert(root, project.clone());
+        self.projects
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(root, project.clone());
         Ok(project)
+    }
+
+    /// The loaded project at `root`, marked used (and re-checked, with `reconcile`).
+    fn loaded(&self, root: &Path, reconcile: bool) -> Option<Arc<Project>> {
+        let projects = self.projects.lock().unwrap_or_else(|e| e.into_inner());
+        let project = projects.get(root)?;
+        project.touch();
+        if reconcile {
+            project.start_reconcile();
+        }
+        Some(project.clone())
+    }
+
+    /// The lock held while `root`'s project opens or is forgotten.
+    fn gate(&self, root: &Path) -> Arc<Mutex<()>> {
+        self.opening
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(root.to_path_buf())
+            .or_default()
+            .clone()
     }
 
     /// Every project with an index under the data directory: root, bytes on disk, whether
@@ -171,6 +200,8 @@ impl Registry {
             .into());
         }
         // Held throughout, so nothing opens the project again while its files go.
+        let gate = self.gate(root);
+        let _opening = gate.lock().unwrap_or_else(|e| e.into_inner());
         let mut projects = self.projects.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(project) = projects.remove(root) {
             let deadline = std::time::Instant::now() + FORGET_WAIT;
