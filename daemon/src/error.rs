@@ -126,6 +126,29 @@ impl IndexError {
         }
     }
 
+    /// Whether this error says the index on disk is damaged (a page LMDB cannot follow, a
+    /// record that does not decode, a tantivy file failing its checks), as opposed to a
+    /// passing condition (a full disk, a missing file descriptor).
+    pub fn is_damage(&self) -> bool {
+        match self {
+            IndexError::Damaged { .. } => true,
+            IndexError::Lmdb { source, .. } => matches!(
+                source,
+                heed::Error::Decoding(_)
+                    | heed::Error::Mdb(
+                        heed::MdbError::Corrupted
+                            | heed::MdbError::PageNotFound
+                            | heed::MdbError::Invalid
+                            | heed::MdbError::VersionMismatch
+                    )
+            ),
+            IndexError::Tantivy { source, .. } => {
+                matches!(source, tantivy::TantivyError::DataCorruption(_))
+            }
+            _ => false,
+        }
+    }
+
     /// The message for status and logs: the hint first when there is one, then the error.
     pub fn explained(&self) -> String {
         match self.hint() {

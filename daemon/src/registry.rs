@@ -127,12 +127,14 @@ impl Registry {
         if let Some(project) = self.loaded(&root, reconcile) {
             return Ok(project);
         }
+        let damage = self.unload_damaged(&root);
         let project = Project::open(
             root.clone(),
             &self.data_dir,
             self.limits,
             self.watch,
             self.search.clone(),
+            damage,
         )?;
         project.start_reconcile();
         self.projects
@@ -142,15 +144,34 @@ impl Registry {
         Ok(project)
     }
 
-    /// The loaded project at `root`, marked used (and re-checked, with `reconcile`).
+    /// The loaded project at `root`, marked used (and re-checked, with `reconcile`); `None`
+    /// also when a read found its index damaged (it is then reopened).
     fn loaded(&self, root: &Path, reconcile: bool) -> Option<Arc<Project>> {
         let projects = self.projects.lock().unwrap_or_else(|e| e.into_inner());
-        let project = projects.get(root)?;
+        let project = projects.get(root).filter(|p| p.damage().is_none())?;
         project.touch();
         if reconcile {
             project.start_reconcile();
         }
         Some(project.clone())
+    }
+
+    /// Take out of the registry the project at `root` a read found damaged, wait (bounded)
+    /// for the requests still using it, and let it go (its writer joined): returns what was
+    /// found, for the reopening to rebuild the index. Called with `root`'s gate held.
+    fn unload_damaged(&self, root: &Path) -> Option<String> {
+        let project = {
+            let mut projects = self.projects.lock().unwrap_or_else(|e| e.into_inner());
+            projects.get(root)?.damage()?;
+            projects.remove(root)?
+        };
+        let damage = project.damage();
+        let deadline = std::time::Instant::now() + FORGET_WAIT;
+        while Arc::strong_count(&project) > 1 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        drop(project);
+        damage
     }
 
     /// The lock held while `root`'s project opens or is forgotten.

@@ -375,3 +375,80 @@ fn a_daemon_killed_while_starting_comes_back_when_the_next_client_needs_it() {
         drop(next);
     }
 }
+
+#[test]
+fn damage_a_read_finds_in_a_loaded_index_is_set_aside_and_rebuilt() {
+    let env = TestEnv::new();
+    let root = env.project(
+        "proj",
+        &[
+            ("src/alpha_engine.rs", "pub fn ignite_alphaengine() {}\n"),
+            ("src/other.rs", "pub fn other_betaword() {}\n"),
+        ],
+    );
+    let mut daemon = env.start_daemon();
+    let mut shim = amanmcp_tests::Shim::start(&env, &root);
+    shim.initialize();
+    shim.search_until("ignite_alphaengine", "src/alpha_engine.rs");
+    env.wait_ready();
+    // The file's symbol records in the loaded index stop decoding (a name's length prefix
+    // is overwritten in the file the daemon has mapped): only the records' own bytes change.
+    let file = index_dir(&env, &root).join("lmdb/data.mdb");
+    let mut bytes = std::fs::read(&file).unwrap();
+    let name = b"ignite_alphaengine";
+    let mut record = (name.len() as u32).to_le_bytes().to_vec();
+    record.extend_from_slice(name);
+    let places: Vec<usize> = bytes
+        .windows(record.len())
+        .enumerate()
+        .filter(|(_, w)| *w == record.as_slice())
+        .map(|(i, _)| i)
+        .collect();
+    assert!(!places.is_empty(), "the symbol record is in the file");
+    {
+        use std::os::unix::fs::FileExt;
+        let writer = std::fs::OpenOptions::new().write(true).open(&file).unwrap();
+        for at in places {
+            bytes[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+            writer.write_all_at(&bytes[at..at + 4], at as u64).unwrap();
+        }
+    }
+    // The read that trips on it fails; the project is then reopened, its index set aside
+    // and rebuilt, and the same read answers.
+    let lookup = |shim: &mut amanmcp_tests::Shim| {
+        shim.call_tool("lookup", serde_json::json!({"path": "src/alpha_engine.rs"}))
+    };
+    let first = lookup(&mut shim);
+    assert!(
+        first["result"]["isError"] == true || first.get("error").is_some(),
+        "the damaged record was read: {first}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let reply = lookup(&mut shim);
+        let ok =
+            reply["result"]["isError"] != true && reply.to_string().contains("ignite_alphaengine");
+        if ok {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never answered again (first: {first}); last: {reply}\n{}",
+            env.daemon_log()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let status = env.project_status();
+    assert!(
+        status["notice"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("damaged"),
+        "{status}"
+    );
+    env.wait_ready();
+    env.verify_ok(&root, "after the rebuild");
+    drop(shim);
+    env.stop_daemon();
+    daemon.wait().unwrap();
+}

@@ -57,6 +57,9 @@ pub struct Project {
     search: SearchConfig,
     embed_stop: Arc<AtomicBool>,
     embed_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Damage a read ran into while the project was loaded: the registry reopens it, and
+    /// the index is set aside and rebuilt.
+    damage: Mutex<Option<String>>,
 }
 
 /// Batches with more changed paths than this trigger a full pass instead of an update.
@@ -100,16 +103,20 @@ impl Drop for Project {
 }
 
 impl Project {
-    /// Open (or create, or rebuild if unreadable) the index of `root` under `data_dir`.
+    /// Open (or create, or rebuild if unreadable or damaged) the index of `root` under
+    /// `data_dir`. `known_damage`: what a read of the loaded project ran into (the index is
+    /// then rebuilt without checking it again).
     pub fn open(
         root: PathBuf,
         data_dir: &Path,
         limits: Limits,
         watch_config: WatchConfig,
         search: SearchConfig,
+        known_damage: Option<String>,
     ) -> Result<Arc<Project>, IndexError> {
         let dir = project_dir(data_dir, &root);
-        let damaged = crate::index::health::damage(&dir).map(|reason| {
+        let damage = known_damage.or_else(|| crate::index::health::damage(&dir));
+        let damaged = damage.map(|reason| {
             let aside = crate::index::health::set_aside(&dir);
             tracing::error!(dir = %dir.display(), %reason, aside = ?aside, "index damaged; rebuilding it");
             match aside {
@@ -193,6 +200,7 @@ impl Project {
             search,
             embed_stop,
             embed_thread: Mutex::new(embed_thread),
+            damage: Mutex::new(None),
         });
         // The updater holds only a weak reference: an unloaded project stops it.
         let weak = Arc::downgrade(&project);
@@ -438,10 +446,29 @@ impl Project {
             });
     }
 
+    /// Damage a read of this project ran into, if any (see [`IndexError::is_damage`]).
+    pub fn damage(&self) -> Option<String> {
+        self.damage
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// `result`, remembering the damage it reports (the registry then reopens the project).
+    fn noting<T>(&self, result: Result<T, Error>) -> Result<T, Error> {
+        if let Err(Error::Index(e)) = &result
+            && e.is_damage()
+        {
+            tracing::error!(root = %self.root.display(), error = %e, "a read found the index damaged");
+            *self.damage.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.to_string());
+        }
+        result
+    }
+
     /// Search the project. Answers from whatever is committed, even mid-pass.
     pub fn search(&self, params: &SearchParams) -> Result<SearchOutcome, Error> {
         self.wait_for_first_commit();
-        let found = self.searcher().search(params)?;
+        let found = self.noting(self.searcher().search(params))?;
         Ok(self.outcome(found))
     }
 
@@ -452,7 +479,7 @@ impl Project {
         params: &SearchParams,
     ) -> Result<SearchOutcome, Error> {
         self.wait_for_first_commit();
-        let found = self.searcher().similar(reference, params)?;
+        let found = self.noting(self.searcher().similar(reference, params))?;
         Ok(self.outcome(found))
     }
 
@@ -480,7 +507,11 @@ impl Project {
         params: &crate::search::lookup::LookupParams,
     ) -> Result<Vec<crate::search::lookup::LookupMatch>, Error> {
         self.wait_for_first_commit();
-        crate::search::lookup::lookup(&self.root, &self.index.store, params)
+        self.noting(crate::search::lookup::lookup(
+            &self.root,
+            &self.index.store,
+            params,
+        ))
     }
 
     /// Where a name is defined and used (see [`crate::search::usages`]).
@@ -489,7 +520,7 @@ impl Project {
         params: &crate::search::usages::UsagesParams,
     ) -> Result<crate::search::usages::UsagesFound, Error> {
         self.wait_for_first_commit();
-        self.searcher().usages(params)
+        self.noting(self.searcher().usages(params))
     }
 
     /// Wait (bounded) for the running pass to end, then check consistency.
