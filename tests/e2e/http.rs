@@ -13,6 +13,22 @@ use crate::mcp::{AUTH_PY, surface_project, ts_project};
 const ACCEPT: (&str, &str) = ("Accept", "application/json, text/event-stream");
 const JSON: (&str, &str) = ("Content-Type", "application/json");
 
+/// A project and a daemon serving HTTP: the environment, the daemon, its address, the
+/// `Bearer` authorization value and the project's `/mcp?project=` path.
+fn web_endpoint() -> (
+    TestEnv,
+    std::process::Child,
+    std::net::SocketAddr,
+    String,
+    String,
+) {
+    let env = TestEnv::new();
+    let root = env.project("web", &[("app.py", "def handler():\n    return 1\n")]);
+    let (daemon, addr, token) = env.start_http_daemon();
+    let project = format!("/mcp?project={}", root.display());
+    (env, daemon, addr, format!("Bearer {token}"), project)
+}
+
 fn initialize_body() -> String {
     json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {},
@@ -50,12 +66,8 @@ fn over_http_without_a_project_the_clients_roots_choose_it() {
 
 #[test]
 fn the_http_endpoint_refuses_what_it_must_and_says_why() {
-    let env = TestEnv::new();
-    let root = env.project("web", &[("app.py", "def handler():\n    return 1\n")]);
-    let (mut daemon, addr, token) = env.start_http_daemon();
-    let bearer = format!("Bearer {token}");
+    let (env, mut daemon, addr, bearer, project) = web_endpoint();
     let auth = ("Authorization", bearer.as_str());
-    let project = format!("/mcp?project={}", root.display());
     let post = |path: &str, headers: &[(&str, &str)], body: &str| -> HttpReply {
         http_request(addr, "POST", path, headers, body)
     };
@@ -287,12 +299,9 @@ fn the_status_page_follows_a_project_live_in_headless_chromium() {
 
 #[test]
 fn the_http_front_door_parses_host_origin_and_cookie_strictly() {
-    let env = TestEnv::new();
-    let root = env.project("web", &[("app.py", "def handler():\n    return 1\n")]);
-    let (mut daemon, addr, token) = env.start_http_daemon();
-    let bearer = format!("Bearer {token}");
+    let (env, mut daemon, addr, bearer, project) = web_endpoint();
+    let token = bearer.trim_start_matches("Bearer ").to_string();
     let auth = ("Authorization", bearer.as_str());
-    let project = format!("/mcp?project={}", root.display());
     let body = initialize_body();
     let port = addr.port();
     let post = |headers: &[(&str, &str)]| http_request(addr, "POST", &project, headers, &body);

@@ -42,6 +42,25 @@ const fn rule(id: &'static str, keywords: &'static [&'static str], pattern: &'st
     }
 }
 
+/// The keywords of the rules over `credential_names!`: one of them is in every such name.
+const CREDENTIAL_KEYWORDS: &[&str] = &[
+    "secret",
+    "password",
+    "passwd",
+    "pwd",
+    "token",
+    "api_key",
+    "apikey",
+    "api-key",
+    "access_key",
+    "accesskey",
+    "private_key",
+    "privatekey",
+    "auth_key",
+    "authkey",
+    "credential",
+];
+
 /// Names under which configuration and code keep credentials.
 macro_rules! credential_names {
     () => {
@@ -207,23 +226,7 @@ const RULES: &[Rule] = &[
         entropy: 3.0,
         ..rule(
             "generic-credential-assignment",
-            &[
-                "secret",
-                "password",
-                "passwd",
-                "pwd",
-                "token",
-                "api_key",
-                "apikey",
-                "api-key",
-                "access_key",
-                "accesskey",
-                "private_key",
-                "privatekey",
-                "auth_key",
-                "authkey",
-                "credential",
-            ],
+            CREDENTIAL_KEYWORDS,
             concat!(
                 r#"(?i)(?:^|[^a-z])"#,
                 credential_names!(),
@@ -238,23 +241,7 @@ const RULES: &[Rule] = &[
         digit: true,
         ..rule(
             "generic-credential-line",
-            &[
-                "secret",
-                "password",
-                "passwd",
-                "pwd",
-                "token",
-                "api_key",
-                "apikey",
-                "api-key",
-                "access_key",
-                "accesskey",
-                "private_key",
-                "privatekey",
-                "auth_key",
-                "authkey",
-                "credential",
-            ],
+            CREDENTIAL_KEYWORDS,
             concat!(
                 r#"(?mi)^[ \t]*(?:export[ \t]+)?(?:[a-z0-9]+[_.\-])*"#,
                 credential_names!(),

@@ -1,3 +1,6 @@
+//! The secret rules' tests: a sample of every rule's shape, blanked; code that only looks
+//! like credentials, untouched.
+
 use super::*;
 
 /// One credential of every rule's shape (made up, well formed): the rule, the text, and the
