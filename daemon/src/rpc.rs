@@ -460,9 +460,10 @@ impl amanmcp_proto::Daemon for RpcService {
         let started = Instant::now();
         let call = format!("reindex path={:?}", req.path);
         let status = blocking(move || {
-            let project = registry.open(&req.root, req.path.is_none())?;
-            if let Some(path) = req.path.as_deref().filter(|p| !p.is_empty()) {
-                project.reindex_path(path)?;
+            let project = registry.open(&req.root, false)?;
+            match req.path.as_deref().filter(|p| !p.is_empty()) {
+                Some(path) => project.reindex_path(path)?,
+                None => project.start_reread(),
             }
             Ok(project.status())
         })

@@ -211,6 +211,21 @@ impl DaemonLink {
 }
 
 impl DaemonLink {
+    /// A full pass of `root` that reads every file and compares its content (loading the
+    /// project first if needed); returns the status as it starts.
+    pub async fn reread_project(&self, root: &str) -> Result<pb::ProjectStatus, LinkError> {
+        self.call(|mut client| {
+            let root = root.to_string();
+            async move {
+                client
+                    .reindex(pb::ReindexRequest { root, path: None })
+                    .await
+                    .map(|r| r.into_inner())
+            }
+        })
+        .await
+    }
+
     /// Load `root` in the daemon (starting a reconcile pass there) and return its status.
     pub async fn open_project(&self, root: &str) -> Result<pb::ProjectStatus, LinkError> {
         self.call(|mut client| {

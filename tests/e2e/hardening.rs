@@ -452,3 +452,39 @@ fn damage_a_read_finds_in_a_loaded_index_is_set_aside_and_rebuilt() {
     env.stop_daemon();
     daemon.wait().unwrap();
 }
+
+#[test]
+fn amanctl_index_rereads_what_verify_finds_stale() {
+    let env = TestEnv::new();
+    let root = env.project(
+        "proj",
+        &[("src/kept.py", "def original_iotaword():\n    return 1\n")],
+    );
+    let mut daemon = env.start_daemon_with(&[("AMANMCP_WATCH", "0")]);
+    let ran = env.amanctl_on(&root, &["index"]);
+    assert!(ran.ok(), "{}", ran.text());
+    // New content of the same size under the same mtime: no pass that trusts size and
+    // mtime reads it again.
+    let file = root.join("src/kept.py");
+    let mtime = std::fs::metadata(&file).unwrap().modified().unwrap();
+    std::fs::write(&file, "def replaced_kappawor():\n    return 2\n").unwrap();
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().len(),
+        "def original_iotaword():\n    return 1\n".len() as u64
+    );
+    std::fs::File::options()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    let ran = env.amanctl_on(&root, &["verify"]);
+    assert!(ran.text().contains("stale"), "{}", ran.text());
+    let ran = env.amanctl_on(&root, &["index"]);
+    assert!(ran.ok(), "{}", ran.text());
+    env.verify_ok(&root, "after amanctl index");
+    assert_eq!(found(&env, &root, "replaced_kappawor"), ["src/kept.py"]);
+    assert!(found(&env, &root, "original_iotaword").is_empty());
+    env.stop_daemon();
+    daemon.wait().unwrap();
+}

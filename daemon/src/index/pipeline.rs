@@ -40,12 +40,16 @@ pub struct DiffStats {
     pub source_bytes: u64,
 }
 
-/// Bring the whole index of `root` in line with the files on disk.
+/// Bring the whole index of `root` in line with the files on disk. With `reread`, every
+/// file is read and its content hash compared, whatever its size and mtime say (what
+/// `verify` checks: content changed under an unchanged size and mtime, or read through a
+/// symlink swapped in by an older build, is put right).
 pub fn reconcile(
     root: &Path,
     index: &ProjectIndex,
     writer: &WriterHandle,
     limits: Limits,
+    reread: bool,
     on_dir: &mut dyn FnMut(&Path),
 ) -> Result<(), IndexError> {
     let started = Instant::now();
@@ -83,7 +87,10 @@ pub fn reconcile(
         root,
         &scanned.files,
         &known,
-        rechunk,
+        Reading {
+            rechunk,
+            reread: reread || rechunk,
+        },
         writer,
         limits,
         &|n| progress.add_done(n),
@@ -138,7 +145,7 @@ pub fn update(
         root,
         &files,
         &known,
-        false,
+        Reading::default(),
         writer,
         limits,
         &|_| {},
@@ -181,14 +188,22 @@ fn keep_unreadable(known: &mut HashMap<String, FileRecord>, dirs: &[String]) {
     }
 }
 
-/// Compare `files` (on disk) with `known` (in LMDB) and send the differences to the writer;
-/// with `rechunk`, every file counts as changed.
+/// Which files a pass reads.
+#[derive(Debug, Default, Clone, Copy)]
+struct Reading {
+    /// Every file counts as changed (chunked again).
+    rechunk: bool,
+    /// Every file is read, and counts as changed if its content hash differs.
+    reread: bool,
+}
+
+/// Compare `files` (on disk) with `known` (in LMDB) and send the differences to the writer.
 #[allow(clippy::too_many_arguments)]
 fn diff(
     root: &Path,
     files: &[Candidate],
     known: &HashMap<String, FileRecord>,
-    rechunk: bool,
+    reading: Reading,
     writer: &WriterHandle,
     limits: Limits,
     on_done: &(dyn Fn(u64) + Sync),
@@ -202,8 +217,9 @@ fn diff(
         writer.send_or_gone(WriteOp::Remove(path.clone()))?;
         removed.fetch_add(1, Ordering::Relaxed);
     }
+    let Reading { rechunk, reread } = reading;
     let (unchanged, to_read): (Vec<&Candidate>, Vec<&Candidate>) = files.iter().partition(|c| {
-        !rechunk
+        !reread
             && known
                 .get(&c.rel_path)
                 .is_some_and(|r| r.size == c.size && r.mtime_ns == c.mtime_ns)

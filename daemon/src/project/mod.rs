@@ -45,6 +45,8 @@ pub struct Project {
     limits: Limits,
     pass_running: AtomicBool,
     pass_requested: AtomicBool,
+    /// The next full pass reads every file, whatever its size and mtime say.
+    reread_requested: AtomicBool,
     /// Held by a full pass and by an event update, so the two never interleave.
     update_lock: Mutex<()>,
     watch: ProjectWatch,
@@ -191,6 +193,7 @@ impl Project {
             limits,
             pass_running: AtomicBool::new(false),
             pass_requested: AtomicBool::new(false),
+            reread_requested: AtomicBool::new(false),
             update_lock: Mutex::new(()),
             watch: ProjectWatch::start(watch_config, project_root, changes_tx),
             poller_started: AtomicBool::new(false),
@@ -388,16 +391,26 @@ impl Project {
         }
     }
 
+    /// Start a full pass that reads every file and compares its content (what a person
+    /// asks for with `amanctl index` or the `reindex` tool), unless one is running (then it
+    /// reruns once the current pass ends).
+    pub fn start_reread(self: &Arc<Self>) {
+        self.reread_requested.store(true, Ordering::SeqCst);
+        self.start_reconcile();
+    }
+
     fn run_pass(self: &Arc<Self>) {
         let progress = &self.index.progress;
         progress.set_state(IndexState::Indexing);
         let guard = self.update_lock.lock().unwrap_or_else(|e| e.into_inner());
         let watch = &self.watch;
+        let reread = self.reread_requested.swap(false, Ordering::SeqCst);
         let outcome = crate::index::pipeline::reconcile(
             &self.root,
             &self.index,
             self.writer(),
             self.limits,
+            reread,
             &mut |dir| watch.watch_dir(dir),
         );
         drop(guard);

@@ -354,7 +354,8 @@ async fn index(path: Option<std::path::PathBuf>, no_wait: bool) -> ExitCode {
     };
 
     let started = std::time::Instant::now();
-    let status = match link.open_project(&root).await {
+    // Every file is read and its content compared: what a person asks for when they index.
+    let status = match link.reread_project(&root).await {
         Ok(status) => status,
         Err(e) => {
             eprintln!("amanctl: {e}");
