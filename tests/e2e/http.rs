@@ -282,7 +282,7 @@ fn the_status_page_follows_a_project_live_in_headless_chromium() {
     let root_label = root.to_str().unwrap();
     for expected in [
         "amanmcp_rpc_requests_total{method=\"Status\",outcome=\"ok\"}".to_string(),
-        "amanmcp_rpc_duration_seconds_bucket{method=\"OpenProject\",le=\"+Inf\"}".to_string(),
+        "amanmcp_rpc_duration_seconds_bucket{method=\"Reindex\",le=\"+Inf\"}".to_string(),
         format!("amanmcp_project_files{{project=\"{root_label}\"}} 2"),
         format!("amanmcp_project_ready{{project=\"{root_label}\"}} 1"),
         "# TYPE amanmcp_daemon_resident_bytes gauge".to_string(),
