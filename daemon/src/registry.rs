@@ -65,6 +65,7 @@ impl Registry {
                     };
                     registry.unload_idle();
                     registry.compact_settled();
+                    registry.repair_failed();
                 }
             });
         registry
@@ -92,6 +93,21 @@ impl Registry {
             if let Err(e) = self.open(&root.to_string_lossy(), true) {
                 tracing::warn!(root = %root.display(), error = %e, "could not reopen the project after compaction");
             }
+        }
+    }
+
+    /// Give every loaded project left in error (a commit failed outside any pass) a pass,
+    /// which brings it back once the cause has cleared.
+    pub fn repair_failed(&self) {
+        let projects: Vec<Arc<Project>> = self
+            .projects
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        for project in projects {
+            project.repair_if_failed();
         }
     }
 

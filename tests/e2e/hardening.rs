@@ -312,7 +312,10 @@ impl BindMount {
 
 impl Drop for BindMount {
     fn drop(&mut self) {
-        let _ = std::process::Command::new("umount").arg(&self.0).status();
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
     }
 }
 
@@ -487,4 +490,84 @@ fn amanctl_index_rereads_what_verify_finds_stale() {
     assert!(found(&env, &root, "original_iotaword").is_empty());
     env.stop_daemon();
     daemon.wait().unwrap();
+}
+
+#[test]
+fn vectors_a_full_disk_dropped_are_written_once_space_returns() {
+    let env = TestEnv::new();
+    // The data directory on a small disk of its own.
+    let disk = env.path().join("data");
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=5M", "tmpfs"])
+        .arg(&disk)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("skipped: mounting a tmpfs needs root (CAP_SYS_ADMIN), as in CI");
+        return;
+    }
+    let _unmount = Unmount(disk.clone());
+    let files: Vec<(String, String)> = (0..350)
+        .map(|i| {
+            let body: String = (0..10)
+                .map(|f| {
+                    let lines: String = (0..14)
+                        .map(|l| format!("    value_{l} = request.get('field_{i}_{f}_{l}', {l})\n"))
+                        .collect();
+                    format!("def handler_{i}_{f}(request):\n{lines}    return value_0\n\n\n")
+                })
+                .collect();
+            (format!("pkg/module_{i}.py"), body)
+        })
+        .collect();
+    let root = env.project("proj", &files);
+    let mut daemon = env.start_daemon();
+    assert!(env.amanctl_on(&root, &["index", "--no-wait"]).ok());
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !env.project_status()["last_error"].is_string() {
+        assert!(
+            Instant::now() < deadline,
+            "the disk never filled: {}\n{}",
+            env.project_status(),
+            String::from_utf8_lossy(
+                &std::process::Command::new("df")
+                    .arg(&disk)
+                    .output()
+                    .unwrap()
+                    .stdout
+            )
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let full = env.project_status();
+    // Space returns: the project comes back on its own, every chunk with its vector.
+    let grown = std::process::Command::new("mount")
+        .args(["-o", "remount,size=256M"])
+        .arg(&disk)
+        .status()
+        .unwrap();
+    assert!(grown.success());
+    env.wait_for(Duration::from_secs(180), "the repair", || {
+        let status = env.project_status();
+        status["state"] == "ready"
+            && status["last_error"].is_null()
+            && status["embedding"]["embedded"] == status["chunks"]
+            && status["chunks"].as_u64() > Some(3000)
+    });
+    env.verify_ok(&root, &format!("after the disk filled at {full}"));
+    env.stop_daemon();
+    daemon.wait().unwrap();
+}
+
+/// Unmounts its path when dropped.
+struct Unmount(PathBuf);
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
 }

@@ -48,7 +48,18 @@ fn run(index: &ProjectIndex, writer: &WriterHandle, embedding: &Embedding, stop:
     let mut backoff = Duration::from_secs(1);
     let mut window: (Instant, u64) = (Instant::now(), 0);
     let progress = &index.embed_progress;
+    let mut failures_seen = index.progress.commit_failures.load(Ordering::SeqCst);
     while !stop.load(Ordering::SeqCst) {
+        // A commit that failed dropped the vectors sent meanwhile: they are pending again,
+        // not on their way. Wait (the disk may still be full), then send them again.
+        let failures = index.progress.commit_failures.load(Ordering::SeqCst);
+        if failures != failures_seen {
+            failures_seen = failures;
+            in_flight.clear();
+            index.embed_wake.wait(backoff);
+            backoff = (backoff * 2).min(Duration::from_secs(60));
+            continue;
+        }
         in_flight.retain(|id| index.store.is_pending(*id).unwrap_or(false));
         // Look far ahead in the caches: their vectors go to the writer in one commit (each
         // vector commit links its vectors into the ANN graph, so a second checkout's thousands of cache

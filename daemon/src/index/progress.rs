@@ -47,6 +47,9 @@ pub struct Progress {
     pub(crate) notice: Mutex<Option<String>>,
     pub(crate) skipped: [AtomicU64; 6],
     pub(crate) last_error: Mutex<Option<String>>,
+    /// Commits that failed and dropped what they held (a full disk), counted so the
+    /// embedding worker re-sends the vectors it thought were on their way.
+    pub(crate) commit_failures: AtomicU64,
 }
 
 impl Progress {

@@ -316,6 +316,10 @@ impl Writer {
             self.last_logged = Some((message.clone(), Instant::now()));
         }
         self.index.progress.set_error(message.clone());
+        self.index
+            .progress
+            .commit_failures
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.failed_since_flush = Some(message);
         // A rollback reopens tantivy's writer; if that fails too (out of descriptors), the
         // writer is unusable (a second rollback would panic inside tantivy): drop it, and

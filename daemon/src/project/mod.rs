@@ -434,6 +434,16 @@ impl Project {
         progress.pass_finished();
     }
 
+    /// A project left in error by a failed commit that no pass was waiting on (the vectors
+    /// of a full disk) gets a pass, as a failed pass does (the registry's janitor asks).
+    pub fn repair_if_failed(self: &Arc<Self>) {
+        if self.index.progress.state() == IndexState::Error
+            && !self.pass_running.load(Ordering::SeqCst)
+        {
+            self.retry_later();
+        }
+    }
+
     /// After a failed pass, run another once the cause may have cleared: in 1 s, then 2, 4,
     /// ... up to a minute between tries, while the project is loaded. The pass re-reads
     /// every file whose LMDB record does not match the disk, which is what the failure
