@@ -15,6 +15,7 @@ use crate::index::{ProjectIndex, open_index, project_dir};
 use crate::search::{Found, SearchConfig, SearchParams, Searcher, Semantic};
 use crate::watch::{ProjectWatch, WatchConfig, WatchMode};
 
+mod damage;
 mod status;
 pub use status::{ProjectStatus, VectorStatus};
 
@@ -467,25 +468,6 @@ impl Project {
                     project.start_reconcile();
                 }
             });
-    }
-
-    /// Damage a read of this project ran into, if any (see [`IndexError::is_damage`]).
-    pub fn damage(&self) -> Option<String> {
-        self.damage
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-    }
-
-    /// `result`, remembering the damage it reports (the registry then reopens the project).
-    fn noting<T>(&self, result: Result<T, Error>) -> Result<T, Error> {
-        if let Err(Error::Index(e)) = &result
-            && e.is_damage()
-        {
-            tracing::error!(root = %self.root.display(), error = %e, "a read found the index damaged");
-            *self.damage.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.to_string());
-        }
-        result
     }
 
     /// Search the project. Answers from whatever is committed, even mid-pass.
