@@ -99,14 +99,7 @@ impl Registry {
     /// Give every loaded project left in error (a commit failed outside any pass) a pass,
     /// which brings it back once the cause has cleared.
     pub fn repair_failed(&self) {
-        let projects: Vec<Arc<Project>> = self
-            .projects
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .values()
-            .cloned()
-            .collect();
-        for project in projects {
+        for project in self.loaded_projects() {
             project.repair_if_failed();
         }
     }
@@ -261,15 +254,19 @@ impl Registry {
         Ok(bytes)
     }
 
-    /// Status of every loaded project, sorted by root.
-    pub fn statuses(&self) -> Vec<ProjectStatus> {
-        let projects: Vec<Arc<Project>> = self
-            .projects
+    /// Every loaded project (the registry's lock is let go before they are used).
+    fn loaded_projects(&self) -> Vec<Arc<Project>> {
+        self.projects
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .values()
             .cloned()
-            .collect();
+            .collect()
+    }
+
+    /// Status of every loaded project, sorted by root.
+    pub fn statuses(&self) -> Vec<ProjectStatus> {
+        let projects = self.loaded_projects();
         let mut out: Vec<ProjectStatus> = projects.iter().map(|p| p.status()).collect();
         out.sort_by(|a, b| a.root.cmp(&b.root));
         out
