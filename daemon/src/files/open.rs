@@ -54,10 +54,19 @@ pub fn open_beneath(root: &Path, rel: &str) -> std::io::Result<std::fs::File> {
     Ok(std::fs::File::from(fd))
 }
 
-/// The bytes of the opened `file`, or `None` when it holds more than `max` bytes. The
-/// descriptor must be a regular file (not a FIFO, socket or device), and at most `max + 1`
-/// bytes are read whatever it grows to meanwhile.
-pub fn read_regular(file: File, max: u64) -> std::io::Result<Option<Vec<u8>>> {
+/// What [`read_regular`] found in a regular file.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Contents {
+    /// All its bytes.
+    Bytes(Vec<u8>),
+    /// More than the limit: the size seen.
+    TooLarge(u64),
+}
+
+/// The bytes of the opened `file`, or that it holds more than `max`. The descriptor must be
+/// a regular file (not a FIFO, socket or device: an `InvalidInput` error), and at most
+/// `max + 1` bytes are read whatever it grows to meanwhile.
+pub fn read_regular(file: File, max: u64) -> std::io::Result<Contents> {
     use std::io::Read;
     let meta = file.metadata()?;
     if !meta.is_file() {
@@ -67,21 +76,21 @@ pub fn read_regular(file: File, max: u64) -> std::io::Result<Option<Vec<u8>>> {
         ));
     }
     if meta.len() > max {
-        return Ok(None);
+        return Ok(Contents::TooLarge(meta.len()));
     }
     let mut bytes = Vec::with_capacity(meta.len() as usize);
     file.take(max + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > max {
-        return Ok(None);
+        return Ok(Contents::TooLarge(bytes.len() as u64));
     }
-    Ok(Some(bytes))
+    Ok(Contents::Bytes(bytes))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn read(root: &Path, rel: &str, max: u64) -> std::io::Result<Option<Vec<u8>>> {
+    fn read(root: &Path, rel: &str, max: u64) -> std::io::Result<Contents> {
         open_beneath(root, rel).and_then(|file| read_regular(file, max))
     }
 
@@ -106,8 +115,15 @@ mod tests {
         assert!(fifo.is_err() && zero.is_err());
         std::fs::create_dir(root.join("src")).unwrap();
         std::fs::write(root.join("src/a.txt"), "0123456789").unwrap();
-        assert_eq!(read(root, "src/a.txt", 10).unwrap().unwrap(), b"0123456789");
-        assert_eq!(read(root, "src/a.txt", 9).unwrap(), None, "over the limit");
+        assert_eq!(
+            read(root, "src/a.txt", 10).unwrap(),
+            Contents::Bytes(b"0123456789".to_vec())
+        );
+        assert_eq!(
+            read(root, "src/a.txt", 9).unwrap(),
+            Contents::TooLarge(10),
+            "over the limit"
+        );
         // No symlink is followed, at the end of the path or on the way.
         std::os::unix::fs::symlink(root.join("src/a.txt"), root.join("link.txt")).unwrap();
         assert!(read(root, "link.txt", 10).is_err());

@@ -287,11 +287,10 @@ pub enum ReadOutcome {
 /// [`crate::files::open`]), rejecting binary, undecodable, minified and oversized content.
 /// Mostly-UTF-8 text in a legacy encoding (a Latin-1 comment) is decoded lossily.
 pub fn read_text(root: &Path, rel: &str, limits: Limits) -> ReadOutcome {
-    let bytes = match crate::files::open::open_beneath(root, rel)
-        .and_then(|file| crate::files::open::read_regular(file, limits.max_file_bytes))
-    {
-        Ok(Some(bytes)) => bytes,
-        Ok(None) => return ReadOutcome::Skipped(SkipReason::TooLarge),
+    use crate::files::open::{Contents, open_beneath, read_regular};
+    let bytes = match open_beneath(root, rel).and_then(|f| read_regular(f, limits.max_file_bytes)) {
+        Ok(Contents::Bytes(bytes)) => bytes,
+        Ok(Contents::TooLarge(_)) => return ReadOutcome::Skipped(SkipReason::TooLarge),
         Err(e) if is_transient(&e) => return ReadOutcome::Failed(e),
         Err(_) => return ReadOutcome::Skipped(SkipReason::Unreadable),
     };

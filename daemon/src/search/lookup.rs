@@ -149,33 +149,31 @@ pub fn confine(root: &Path, store: &Store, path: &str) -> Result<String, Error> 
     Ok(rel)
 }
 
-/// Read an indexed file to serve: refuses anything but a regular file, binaries and huge
-/// files; decodes lossily and redacts credentials ([`secrets::redact`]).
+/// Read an indexed file to serve (through [`crate::files::open`]): refuses anything but a
+/// regular file, binaries and huge files; decodes lossily and redacts credentials
+/// ([`secrets::redact`]).
 fn read_lines(root: &Path, rel: &str) -> Result<Vec<String>, Error> {
-    use std::io::Read;
-    let file = crate::files::open::open_beneath(root, rel).map_err(|e| match e.raw_os_error() {
+    use crate::files::open::{Contents, open_beneath, read_regular};
+    let file = open_beneath(root, rel).map_err(|e| match e.raw_os_error() {
         Some(libc::ELOOP) | Some(libc::ENOTDIR) => invalid(
             "path",
             format!("{rel} goes through a symlink and is not served"),
         ),
         _ => invalid("path", format!("cannot open {rel}: {e}")),
     })?;
-    let meta = file
-        .metadata()
-        .map_err(|e| invalid("path", format!("cannot open {rel}: {e}")))?;
-    if !meta.is_file() {
-        return Err(invalid("path", format!("{rel} is not a file")));
-    }
-    if meta.len() > MAX_SERVE_BYTES {
-        return Err(invalid(
-            "path",
-            format!("{rel} is too large to serve ({} bytes)", meta.len()),
-        ));
-    }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(MAX_SERVE_BYTES)
-        .read_to_end(&mut bytes)
-        .map_err(|e| invalid("path", format!("cannot read {rel}: {e}")))?;
+    let bytes = match read_regular(file, MAX_SERVE_BYTES) {
+        Ok(Contents::Bytes(bytes)) => bytes,
+        Ok(Contents::TooLarge(size)) => {
+            return Err(invalid(
+                "path",
+                format!("{rel} is too large to serve ({size} bytes)"),
+            ));
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
+            return Err(invalid("path", format!("{rel} is not a file")));
+        }
+        Err(e) => return Err(invalid("path", format!("cannot read {rel}: {e}"))),
+    };
     if bytes[..bytes.len().min(8192)].contains(&0) {
         return Err(invalid("path", format!("{rel} is a binary file")));
     }
