@@ -169,18 +169,17 @@ impl Registry {
     /// for the requests still using it, and let it go (its writer joined): returns what was
     /// found, for the reopening to rebuild the index. Called with `root`'s gate held.
     fn unload_damaged(&self, root: &Path) -> Option<String> {
-        let project = {
+        let (project, damage) = {
             let mut projects = self.projects.lock().unwrap_or_else(|e| e.into_inner());
-            projects.get(root)?.damage()?;
-            projects.remove(root)?
+            let damage = projects.get(root)?.damage()?;
+            (projects.remove(root)?, damage)
         };
-        let damage = project.damage();
         let deadline = std::time::Instant::now() + FORGET_WAIT;
         while Arc::strong_count(&project) > 1 && std::time::Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
         }
         drop(project);
-        damage
+        Some(damage)
     }
 
     /// The lock held while `root`'s project opens or is forgotten.

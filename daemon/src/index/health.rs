@@ -52,15 +52,27 @@ pub fn damage(dir: &Path) -> Option<String> {
     if !file.exists() {
         return None;
     }
-    check_in_child(program, dir).map(|reason| match short {
+    match check_in_child(program, dir)? {
         // The reader died past the end: say why in the file's own terms.
-        Some(short) if reason.contains("killed the reading process") => short,
-        _ => reason,
-    })
+        Failed::Killed(_) if short.is_some() => short,
+        Failed::Killed(signal) => Some(format!(
+            "reading it killed the reading process (signal {signal})"
+        )),
+        Failed::Said(reason) => Some(reason),
+    }
 }
 
-/// Run [`check`] on `dir` in a child process running `program`.
-fn check_in_child(program: &Path, dir: &Path) -> Option<String> {
+/// How the checking process found the index damaged.
+enum Failed {
+    /// It died of this signal (a page past the file's end, a pointer gone astray).
+    Killed(i32),
+    /// It said why, or ran out of time.
+    Said(String),
+}
+
+/// Run [`check`] on `dir` in a child process running `program`: `None` when the index
+/// read whole (or the check could not be run).
+fn check_in_child(program: &Path, dir: &Path) -> Option<Failed> {
     let spawned = std::process::Command::new(program)
         .arg(CHECK_ARG)
         .arg(dir)
@@ -89,10 +101,10 @@ fn check_in_child(program: &Path, dir: &Path) -> Option<String> {
             Ok(None) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Some(format!(
+                return Some(Failed::Said(format!(
                     "reading it did not finish within {} s",
                     CHECK_TIMEOUT.as_secs()
-                ));
+                )));
             }
             Err(e) => {
                 tracing::warn!(error = %e, "cannot wait for the index check");
@@ -110,9 +122,9 @@ fn check_in_child(program: &Path, dir: &Path) -> Option<String> {
     let said = said.trim();
     use std::os::unix::process::ExitStatusExt;
     Some(match status.signal() {
-        Some(signal) => format!("reading it killed the reading process (signal {signal})"),
-        None if said.is_empty() => format!("reading it failed ({status})"),
-        None => said.to_string(),
+        Some(signal) => Failed::Killed(signal),
+        None if said.is_empty() => Failed::Said(format!("reading it failed ({status})")),
+        None => Failed::Said(said.to_string()),
     })
 }
 

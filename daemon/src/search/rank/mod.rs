@@ -87,6 +87,10 @@ fn tuned(name: &str, default: f32) -> f32 {
             })
             .collect()
     });
+    if overrides.is_empty() {
+        // As built: no lookup on the ranking's hot path.
+        return default;
+    }
     overrides.get(name).copied().unwrap_or(default)
 }
 
