@@ -166,11 +166,11 @@ impl DaemonLink {
         self.wait_for_daemon(started).await
     }
 
-    /// Wait for the daemon just started to answer. If it exits first (other than because
-    /// another daemon won the race for the socket), say why, from its log. If it exits
-    /// because another daemon held the lock, that one may have died since (killed while
-    /// starting, before it listened): another start is tried after a moment, and it either
-    /// takes the lock or finds a live daemon that will answer.
+    /// Wait for the daemon just started to answer. If it exits first with an error, say
+    /// why, from its log. If it exits because another daemon held the lock, that one may
+    /// have died since (killed while starting, before it listened); if it was killed by a
+    /// signal, nothing stands against another try: in both cases another start is tried
+    /// after a moment, and it either takes the lock or finds a live daemon that will answer.
     async fn wait_for_daemon(
         &self,
         mut started: Started,
@@ -188,11 +188,12 @@ impl DaemonLink {
                     )));
                 }
                 Err(_) => {
+                    // Killed by a signal (no exit code) says nothing against starting it
+                    // again; an exit code other than "already running" is its own refusal.
                     match started.exited() {
-                        Some(code) if code != Some(ALREADY_RUNNING_EXIT) => {
+                        Some(Some(code)) if code != ALREADY_RUNNING_EXIT => {
                             return Err(LinkError::Unreachable(format!(
-                                "amanmcpd exited at start (code {}){}",
-                                code.map_or("none".to_string(), |c| c.to_string()),
+                                "amanmcpd exited at start (code {code}){}",
                                 started.log_tail()
                             )));
                         }

@@ -13,6 +13,7 @@ mod mcp;
 mod mcp_client;
 mod protocol;
 mod ranking;
+mod recovery;
 mod security;
 mod semantic;
 mod service;

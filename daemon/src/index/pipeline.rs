@@ -100,7 +100,9 @@ pub fn reconcile(
     if rechunk {
         writer.send_or_gone(WriteOp::ChunkerVersion(crate::chunk::CHUNKER_VERSION))?;
     }
-    writer.flush()?;
+    // A full pass leaves no deleted document behind: BM25 then counts exactly what a fresh
+    // index of the same files counts.
+    writer.settle()?;
     progress.end_pass(
         stats.source_bytes,
         started.elapsed().as_millis() as u64,

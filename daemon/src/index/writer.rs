@@ -76,6 +76,9 @@ pub enum WriteOp {
     ChunkerVersion(u64),
     /// Commit now and report the outcome.
     Flush(mpsc::Sender<Result<(), IndexError>>),
+    /// Commit now, then write again the live documents of tantivy segments holding deleted
+    /// ones (`Lexical::settle`: BM25 then counts what a fresh index would), and report.
+    Settle(mpsc::Sender<Result<(), IndexError>>),
 }
 
 /// The sending side of a project's writer.
@@ -94,8 +97,21 @@ impl WriterHandle {
 
     /// Commit everything queued so far and wait for it.
     pub fn flush(&self) -> Result<(), IndexError> {
+        self.acknowledged(WriteOp::Flush)
+    }
+
+    /// Commit everything queued so far, settle the lexical index ([`WriteOp::Settle`]) and
+    /// wait for both.
+    pub fn settle(&self) -> Result<(), IndexError> {
+        self.acknowledged(WriteOp::Settle)
+    }
+
+    fn acknowledged(
+        &self,
+        op: fn(mpsc::Sender<Result<(), IndexError>>) -> WriteOp,
+    ) -> Result<(), IndexError> {
         let (ack_tx, ack_rx) = mpsc::channel();
-        self.send_or_gone(WriteOp::Flush(ack_tx))?;
+        self.send_or_gone(op(ack_tx))?;
         ack_rx.recv().unwrap_or_else(|_| Err(self.gone()))
     }
 
@@ -181,18 +197,15 @@ impl Writer {
             };
             match op {
                 Ok(WriteOp::Flush(ack)) => {
-                    self.interval = COMMIT_INTERVAL;
-                    let outcome = match self.commit() {
-                        Ok(()) => match self.failed_since_flush.take() {
-                            Some(earlier) => Err(IndexError::EarlierCommit(earlier)),
-                            None => Ok(()),
-                        },
-                        Err(e) => {
-                            self.fail(&e);
+                    let _ = ack.send(self.flush());
+                }
+                Ok(WriteOp::Settle(ack)) => {
+                    let outcome = self.flush().and_then(|()| {
+                        self.settle().inspect_err(|e| {
+                            self.fail(e);
                             self.failed_since_flush = None;
-                            Err(e)
-                        }
-                    };
+                        })
+                    });
                     let _ = ack.send(outcome);
                 }
                 Ok(op) => {
@@ -292,7 +305,38 @@ impl Writer {
             }
             WriteOp::Vectors(items) => self.staged.push(Staged::Vectors(items)),
             WriteOp::ChunkerVersion(version) => self.staged.push(Staged::ChunkerVersion(version)),
-            WriteOp::Flush(_) => unreachable!("flush is handled by run"),
+            WriteOp::Flush(_) | WriteOp::Settle(_) => unreachable!("handled by run"),
+        }
+        Ok(())
+    }
+
+    /// Commit now; the outcome, or the failure of a commit since the last flush.
+    fn flush(&mut self) -> Result<(), IndexError> {
+        self.interval = COMMIT_INTERVAL;
+        match self.commit() {
+            Ok(()) => match self.failed_since_flush.take() {
+                Some(earlier) => Err(IndexError::EarlierCommit(earlier)),
+                None => Ok(()),
+            },
+            Err(e) => {
+                self.fail(&e);
+                self.failed_since_flush = None;
+                Err(e)
+            }
+        }
+    }
+
+    /// Write again the live documents of segments holding deleted ones.
+    fn settle(&mut self) -> Result<(), IndexError> {
+        let index = self.index.clone();
+        let started = Instant::now();
+        let rewritten = index.lexical.settle(self.tantivy()?)?;
+        if rewritten > 0 {
+            tracing::info!(
+                documents = rewritten,
+                ms = started.elapsed().as_millis() as u64,
+                "lexical segments holding deleted documents written again"
+            );
         }
         Ok(())
     }

@@ -99,17 +99,18 @@ impl Fusion {
             }
         }
         let mut fused: Vec<(u64, f32)> = scores.into_iter().collect();
-        // Ties: the better lexical rank, then the lower id, so results are stable.
-        let lexical_rank: HashMap<u64, usize> =
-            lexical.iter().enumerate().map(|(r, id)| (*id, r)).collect();
+        // Ties: the better lexical rank, then the better semantic rank (every id has one
+        // or the other), never the id, which says only when a chunk was indexed.
+        let rank_in = |ranking: &[u64]| -> HashMap<u64, usize> {
+            ranking.iter().enumerate().map(|(r, id)| (*id, r)).collect()
+        };
+        let (lexical_rank, semantic_rank) = (rank_in(lexical), rank_in(semantic));
+        let rank =
+            |ranks: &HashMap<u64, usize>, id: &u64| ranks.get(id).copied().unwrap_or(usize::MAX);
         fused.sort_by(|a, b| {
             b.1.total_cmp(&a.1)
-                .then_with(|| {
-                    let ra = lexical_rank.get(&a.0).copied().unwrap_or(usize::MAX);
-                    let rb = lexical_rank.get(&b.0).copied().unwrap_or(usize::MAX);
-                    ra.cmp(&rb)
-                })
-                .then_with(|| a.0.cmp(&b.0))
+                .then_with(|| rank(&lexical_rank, &a.0).cmp(&rank(&lexical_rank, &b.0)))
+                .then_with(|| rank(&semantic_rank, &a.0).cmp(&rank(&semantic_rank, &b.0)))
         });
         fused
     }

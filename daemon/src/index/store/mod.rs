@@ -31,7 +31,7 @@ pub use records::{ChunkRecord, EmbeddedChunk, FileRecord, SymbolRecord, VectorSt
 pub(crate) use vectors::{bytes_vector, vector_bytes};
 
 /// Bump when the on-disk layout of LMDB or tantivy changes: older indexes are rebuilt.
-pub const FORMAT_VERSION: u64 = 6;
+pub const FORMAT_VERSION: u64 = 7;
 
 /// Names of the LMDB databases.
 pub mod db_name {

@@ -364,8 +364,14 @@ fn coverage(
     out
 }
 
+/// Best first; equal scores by path and line, so the order never depends on where the
+/// chunks sit in the index.
 fn sort(scored: &mut [(f32, LexicalHit)]) {
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+    scored.sort_by(|a, b| {
+        b.0.total_cmp(&a.0)
+            .then_with(|| a.1.path.cmp(&b.1.path))
+            .then_with(|| a.1.start_line.cmp(&b.1.start_line))
+    });
 }
 
 /// The query words that tell files apart by name, each with its weight: those naming at

@@ -13,10 +13,17 @@ use tantivy::schema::{
     FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing,
     TextOptions, Value,
 };
-use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+use tantivy::{
+    DocId, Index, IndexReader, IndexWriter, ReloadPolicy, Score, SegmentReader, TantivyDocument,
+    Term,
+};
 
 use crate::error::IndexError;
+
+mod fresh;
+
 use crate::index::tokenizer::{self, CODE_TOKENIZER, CodeTokenizer};
+use fresh::tie_key;
 
 /// Weight of a match in the symbol field relative to the body.
 const SYMBOL_BOOST: f32 = 3.0;
@@ -40,6 +47,8 @@ pub struct Fields {
     body: Field,
     start_line: Field,
     end_line: Field,
+    /// [`tie_key`] of the chunk: equal scores are ordered by it.
+    tie: Field,
 }
 
 fn schema() -> (Schema, Fields) {
@@ -62,11 +71,12 @@ fn schema() -> (Schema, Fields) {
         path_key: builder.add_text_field("path_key", STRING | STORED),
         language: builder.add_text_field("language", STRING | STORED),
         symbol: builder.add_text_field("symbol", STORED),
-        names: builder.add_text_field("names", code_text(false)),
+        names: builder.add_text_field("names", code_text(true)),
         kind: builder.add_text_field("kind", STRING | STORED),
         body: builder.add_text_field("body", code_text(true)),
         start_line: builder.add_u64_field("start_line", STORED),
         end_line: builder.add_u64_field("end_line", STORED),
+        tie: builder.add_u64_field("tie", FAST),
     };
     (builder.build(), fields)
 }
@@ -218,6 +228,7 @@ impl Lexical {
             .index
             .writer_with_num_threads(threads, WRITER_HEAP_BYTES)
             .map_err(|e| self.err(e))?;
+        writer.set_merge_policy(Box::new(fresh::LiveSegmentsOnly::default()));
         // A daemon killed mid-commit leaves files that no commit references (a `.del` file
         // of a delete that never committed). The next commit at the same opstamp would
         // collide with them (`FileAlreadyExists`), so drop them before any write.
@@ -258,6 +269,7 @@ impl Lexical {
         doc.add_text(f.body, chunk.body);
         doc.add_u64(f.start_line, u64::from(chunk.start_line));
         doc.add_u64(f.end_line, u64::from(chunk.end_line));
+        doc.add_u64(f.tie, tie_key(chunk.path, chunk.start_line));
         writer.add_document(doc).map_err(|e| self.err(e))?;
         Ok(())
     }
@@ -464,17 +476,27 @@ impl Lexical {
         } else {
             (0, (q.offset + q.limit).max(MENTION_DEPTH))
         };
+        // Equal scores are ordered by the chunk's tie key, never by document address.
         let collector = (
             TopDocs::with_limit(limit)
                 .and_offset(offset)
-                .order_by_score(),
+                .tweak_score(|segment: &SegmentReader| {
+                    let ties = segment
+                        .fast_fields()
+                        .u64("tie")
+                        .ok()
+                        .map(|column| column.first_or_default_col(0));
+                    move |doc: DocId, score: Score| {
+                        (score, ties.as_ref().map_or(0, |column| column.get_val(doc)))
+                    }
+                }),
             Count,
         );
         let (top, total) = searcher
             .search(&query, &collector)
             .map_err(|e| self.err(e))?;
         let mut hits = Vec::with_capacity(top.len());
-        for (score, address) in top {
+        for ((score, _), address) in top {
             let doc: TantivyDocument = searcher.doc(address).map_err(|e| self.err(e))?;
             hits.push(self.hit(&doc, score));
         }

@@ -1,0 +1,86 @@
+//! What makes the lexical index answer exactly as a fresh index of the same files would,
+//! whatever it went through (edits, passes killed and redone, merges).
+//!
+//! Equal scores are ordered by [`tie_key`], a property of the chunk, not of its place in the
+//! index.
+//!
+//! tantivy counts a deleted document in its statistics (documents, document frequency,
+//! tokens) until its segment is rewritten, and a merge of a segment holding deleted
+//! documents *estimates* the tokens left from quantised field norms. Either way an index that
+//! replaced files (an edit, a pass redone after a crash) scores differently from a fresh
+//! index of the same files. So segments holding deleted documents are never merged by the
+//! policy ([`LiveSegmentsOnly`]); at the end of a full pass their live documents are written
+//! again as new documents ([`Lexical::settle`]), which leaves every count exact.
+
+use tantivy::indexer::{LogMergePolicy, MergeCandidate, MergePolicy};
+use tantivy::schema::Value;
+use tantivy::{IndexWriter, SegmentMeta, TantivyDocument, Term};
+
+use super::Lexical;
+use crate::error::IndexError;
+
+/// The order among chunks of equal score: a hash of the chunk's path and first line, so it
+/// depends on what the chunk is, never on where it sits in the index (which segment, which
+/// document number). A recovered index, whose documents were added in another order and
+/// merged differently, breaks ties exactly as a fresh one.
+pub(super) fn tie_key(path: &str, start_line: u32) -> u64 {
+    let mut bytes = Vec::with_capacity(path.len() + 4);
+    bytes.extend_from_slice(path.as_bytes());
+    bytes.extend_from_slice(&start_line.to_le_bytes());
+    xxhash_rust::xxh3::xxh3_64(&bytes)
+}
+
+/// tantivy's log merge policy over the segments without deleted documents.
+#[derive(Debug, Default)]
+pub(super) struct LiveSegmentsOnly(LogMergePolicy);
+
+impl MergePolicy for LiveSegmentsOnly {
+    fn compute_merge_candidates(&self, segments: &[SegmentMeta]) -> Vec<MergeCandidate> {
+        let live: Vec<SegmentMeta> = segments
+            .iter()
+            .filter(|s| !s.has_deletes())
+            .cloned()
+            .collect();
+        self.0.compute_merge_candidates(&live)
+    }
+}
+
+impl Lexical {
+    /// Write the live documents of every segment holding deleted ones again, so tantivy
+    /// drops those segments at the commit and counts live documents only. Returns the
+    /// number of documents written again.
+    pub fn settle(&self, writer: &mut IndexWriter) -> Result<u64, IndexError> {
+        let f = &self.fields;
+        let searcher = self.reader.searcher();
+        let mut rewritten = 0;
+        for segment in searcher.segment_readers() {
+            if !segment.has_deletes() {
+                continue;
+            }
+            let store = segment
+                .get_store_reader(1)
+                .map_err(|e| self.err(e.into()))?;
+            for doc in store.iter::<TantivyDocument>(segment.alive_bitset()) {
+                let mut doc = doc.map_err(|e| self.err(e))?;
+                let value = |field| doc.get_first(field).map(|v| (v.as_str(), v.as_u64()));
+                let (Some((_, Some(chunk_id))), Some((Some(path), _))) =
+                    (value(f.chunk_id), value(f.path_key))
+                else {
+                    continue;
+                };
+                let path = path.to_string();
+                let start_line = value(f.start_line).and_then(|(_, n)| n).unwrap_or(0);
+                // Fields tantivy does not store are added as `add_chunk` adds them.
+                doc.add_text(f.path, &path);
+                doc.add_u64(f.tie, tie_key(&path, start_line as u32));
+                writer.delete_term(Term::from_field_u64(f.chunk_id, chunk_id));
+                writer.add_document(doc).map_err(|e| self.err(e))?;
+                rewritten += 1;
+            }
+        }
+        if rewritten > 0 {
+            self.commit(writer)?;
+        }
+        Ok(rewritten)
+    }
+}
