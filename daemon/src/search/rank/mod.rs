@@ -52,8 +52,9 @@ const NAMING_SHARE: f32 = 0.5;
 /// A file whose name of several words is spelled by as many query words in a row, per word
 /// after the first.
 const FILE_SPELLED: f32 = 1.2;
-/// A file whose directory is a query word.
-const DIRECTORY_NAMED: f32 = 1.15;
+/// A file whose directory is a query word; scaled down as the word gets common, like
+/// [`FILE_NAMED`] (a word in half the project's chunks names no directory).
+const DIRECTORY_NAMED: f32 = 1.3;
 /// Tests, examples, docs, benchmarks, fixtures, vendored or generated code.
 const SECONDARY_PATH: f32 = 0.3;
 /// A version directory beside a newer one (`v3/` next to `v4/`), unless the query names it.
@@ -260,11 +261,16 @@ pub fn rank(profile: &Profile, hits: Vec<LexicalHit>, view: &dyn IndexView) -> V
     // How common each query word is in the project, read once for the rules below.
     let shares: Vec<f32> = profile.words.iter().map(|w| view.doc_share(w)).collect();
     let file_words = naming_words(profile, &shares, &hits);
+    // How specific each query word is in this project, 0 (in half the chunks or more) to 1.
+    let rarity: Vec<f32> = shares
+        .iter()
+        .map(|share| (1.0 - share / tuned("NAMING_SHARE", NAMING_SHARE)).max(0.0))
+        .collect();
     let mut scored: Vec<(f32, LexicalHit)> = hits
         .into_iter()
         .map(|mut hit| {
             let base = (hit.score / best).max(0.0);
-            let (factor, why) = evidence(profile, &file_words, &hit, view);
+            let (factor, why) = evidence(profile, &file_words, &rarity, &hit, view);
             hit.why = why;
             (base * factor.powf(tuned("PRIOR", 1.0)), hit)
         })
@@ -398,19 +404,17 @@ fn naming_words<'p>(
         .words
         .iter()
         .zip(shares)
-        .filter(|(w, _)| {
+        .filter_map(|(w, share)| {
             let named = parts
                 .iter()
                 .filter(|(stem, words)| names_file(w, stem, words, profile.names_by_prefix(w)))
                 .count();
-            named <= most
-        })
-        .filter(|(_, share)| **share <= tuned("NAMING_SHARE", NAMING_SHARE))
-        .map(|(w, share)| {
-            (
-                w.as_str(),
-                1.0 - share / tuned("NAMING_SHARE", NAMING_SHARE),
-            )
+            (named <= most && *share <= tuned("NAMING_SHARE", NAMING_SHARE)).then(|| {
+                (
+                    w.as_str(),
+                    1.0 - share / tuned("NAMING_SHARE", NAMING_SHARE),
+                )
+            })
         })
         .collect()
 }
@@ -419,6 +423,7 @@ fn naming_words<'p>(
 fn evidence(
     profile: &Profile,
     file_words: &[(&str, f32)],
+    rarity: &[f32],
     hit: &LexicalHit,
     view: &dyn IndexView,
 ) -> (f32, Vec<String>) {
@@ -483,11 +488,12 @@ fn evidence(
         why.push("file named by the query's words in a row".to_string());
     }
     // A directory named by another word tells apart files of one name (`binding/json.go`
-    // from `render/json.go` for "JSON request binding").
-    if let Some(word) = profile.words.iter().find(|w| {
+    // from `render/json.go` for "JSON request binding"), as much as the word is specific
+    // to a part of the project.
+    if let Some((word, weight)) = profile.words.iter().zip(rarity).find(|(w, _)| {
         Some(w.as_str()) != file_word && dirs.iter().any(|d| d == *w || singular(d) == singular(w))
     }) {
-        factor *= tuned("DIRECTORY_NAMED", DIRECTORY_NAMED);
+        factor *= 1.0 + (tuned("DIRECTORY_NAMED", DIRECTORY_NAMED) - 1.0) * weight;
         why.push(format!("directory named by `{word}`"));
     }
     if superseded(&hit.path, &profile.words, view) {

@@ -370,6 +370,34 @@ fn a_directory_named_by_another_word_tells_same_named_files_apart() {
 }
 
 #[test]
+fn a_directory_named_by_a_common_word_counts_for_little() {
+    // `handler` is in a third of the project's chunks: naming `handler/` says little, and
+    // the better retrieval score keeps its place.
+    let hits = vec![hit("src/lib.rs", 1.0), hit("handler/mod.rs", 0.9)];
+    let common = Project {
+        shares: vec![("handler", 0.35)],
+        ..Project::default()
+    };
+    assert_eq!(
+        order_in(
+            &common,
+            "dispatch each request to its handler",
+            hits.clone()
+        ),
+        ["src/lib.rs", "handler/mod.rs"]
+    );
+    // The same word in few chunks names the place.
+    let rare = Project {
+        shares: vec![("handler", 0.01)],
+        ..Project::default()
+    };
+    assert_eq!(
+        order_in(&rare, "dispatch each request to its handler", hits),
+        ["handler/mod.rs", "src/lib.rs"]
+    );
+}
+
+#[test]
 fn a_private_file_prefix_is_not_part_of_its_name() {
     let hits = vec![
         hit("lua/entry_display.lua", 1.0),
