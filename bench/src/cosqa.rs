@@ -35,7 +35,10 @@ pub async fn bench_cosqa(
     let (daemon, mut client) = start_daemon().await?;
     let started = Instant::now();
     client
-        .open_project(pb::OpenProjectRequest { root: root.clone() })
+        .open_project(pb::OpenProjectRequest {
+            root: root.clone(),
+            ..Default::default()
+        })
         .await?;
     let status = wait_for_pass(&mut client, &root, 1).await?;
     let lexical_s = started.elapsed().as_secs_f64();

@@ -55,6 +55,7 @@ pub async fn bench_freshness(dir: &Path, edits: usize) -> anyhow::Result<()> {
     client
         .open_project(pb::OpenProjectRequest {
             root: root_str.clone(),
+            ..Default::default()
         })
         .await?;
     let status = wait_for_pass(&mut client, &root_str, 1).await?;

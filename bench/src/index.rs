@@ -64,6 +64,7 @@ pub async fn bench_index(
     client
         .open_project(pb::OpenProjectRequest {
             root: root_str.clone(),
+            ..Default::default()
         })
         .await?;
     let mut first_searchable = None;
@@ -184,6 +185,7 @@ pub async fn bench_index(
     client
         .open_project(pb::OpenProjectRequest {
             root: root_str.clone(),
+            ..Default::default()
         })
         .await?;
     let again = wait_for_pass(&mut client, &root_str, status.passes + 1).await?;
@@ -208,6 +210,7 @@ pub async fn bench_index(
             client
                 .open_project(pb::OpenProjectRequest {
                     root: root_str.clone(),
+                    ..Default::default()
                 })
                 .await?;
             wait_for_pass(&mut client, &root_str, passes + 1).await?;

@@ -40,6 +40,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     client
         .open_project(pb::OpenProjectRequest {
             root: root_str.clone(),
+            ..Default::default()
         })
         .await?;
     wait_for_pass(&mut client, &root_str, 1).await?;
@@ -118,6 +119,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         client
             .open_project(pb::OpenProjectRequest {
                 root: root_str.clone(),
+                ..Default::default()
             })
             .await?;
         wait_for_pass(&mut client, &root_str, 1).await?;
@@ -155,6 +157,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     client
         .open_project(pb::OpenProjectRequest {
             root: root_str.clone(),
+            ..Default::default()
         })
         .await?;
     wait_for_pass(&mut client, &root_str, 1).await?;

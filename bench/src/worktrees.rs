@@ -23,7 +23,10 @@ pub async fn bench_worktrees(dir: &Path) -> anyhow::Result<()> {
         let root = copy.canonicalize()?.to_string_lossy().into_owned();
         let started = Instant::now();
         client
-            .open_project(pb::OpenProjectRequest { root: root.clone() })
+            .open_project(pb::OpenProjectRequest {
+                root: root.clone(),
+                ..Default::default()
+            })
             .await?;
         wait_for_pass(&mut client, &root, 1).await?;
         let lexical_s = started.elapsed().as_secs_f64();

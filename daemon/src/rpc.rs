@@ -238,11 +238,11 @@ impl amanmcp_proto::Daemon for RpcService {
         &self,
         request: Request<pb::OpenProjectRequest>,
     ) -> Result<Response<pb::ProjectStatus>, Status> {
-        let root = request.into_inner().root;
+        let pb::OpenProjectRequest { root, status_only } = request.into_inner();
         let registry = self.registry.clone();
         let started = Instant::now();
-        let call = format!("open_project root={root:?}");
-        let status = blocking(move || Ok(registry.open(&root, true)?.status())).await;
+        let call = format!("open_project root={root:?} status_only={status_only}");
+        let status = blocking(move || Ok(registry.open(&root, !status_only)?.status())).await;
         log_call(&call, started, status.as_ref().map(|s| s.files as usize));
         Ok(Response::new(project_status_to_pb(status?)))
     }

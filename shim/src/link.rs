@@ -229,11 +229,21 @@ impl DaemonLink {
 
     /// Load `root` in the daemon (starting a reconcile pass there) and return its status.
     pub async fn open_project(&self, root: &str) -> Result<pb::ProjectStatus, LinkError> {
+        self.opened(root, false).await
+    }
+
+    /// The status of `root`, loading it if needed, without checking a loaded project
+    /// against the disk again (asking must not change the answer).
+    pub async fn project_status(&self, root: &str) -> Result<pb::ProjectStatus, LinkError> {
+        self.opened(root, true).await
+    }
+
+    async fn opened(&self, root: &str, status_only: bool) -> Result<pb::ProjectStatus, LinkError> {
         self.call(|mut client| {
             let root = root.to_string();
             async move {
                 client
-                    .open_project(pb::OpenProjectRequest { root })
+                    .open_project(pb::OpenProjectRequest { root, status_only })
                     .await
                     .map(|r| r.into_inner())
             }

@@ -113,7 +113,7 @@ pub fn project_json(status: &pb::ProjectStatus) -> Value {
 pub fn project_text(status: &pb::ProjectStatus) -> String {
     let state = match state_name(status.state) {
         "indexing" => format!(
-            "indexing ({}/{} files)",
+            "indexing ({}/{} files checked)",
             status.files_done, status.files_total
         ),
         other => other.to_string(),

@@ -17,5 +17,6 @@ mod recovery;
 mod security;
 mod semantic;
 mod service;
+mod status;
 mod usages;
 mod watch;

@@ -76,6 +76,7 @@ pub fn reconcile(
     for path in &dirty {
         known.remove(path);
         if !on_disk.contains(path.as_str()) {
+            progress.changing();
             writer.send_or_gone(WriteOp::Remove(path.clone()))?;
             gone += 1;
         }
@@ -93,8 +94,11 @@ pub fn reconcile(
         },
         writer,
         limits,
-        &|n| progress.add_done(n),
-        &|reason| progress.add_skipped(reason),
+        &Watchers {
+            done: &|n| progress.add_done(n),
+            skipped: &|reason| progress.add_skipped(reason),
+            changing: &|| progress.changing(),
+        },
     )?;
     stats.removed += gone;
     if rechunk {
@@ -150,8 +154,11 @@ pub fn update(
         Reading::default(),
         writer,
         limits,
-        &|_| {},
-        &|_| {},
+        &Watchers {
+            done: &|_| {},
+            skipped: &|_| {},
+            changing: &|| {},
+        },
     )?;
     if stats.changed + stats.removed > 0 {
         writer.flush()?;
@@ -199,8 +206,17 @@ struct Reading {
     reread: bool,
 }
 
+/// What a diff tells as it goes.
+struct Watchers<'a> {
+    /// `n` more files are done.
+    done: &'a (dyn Fn(u64) + Sync),
+    /// A file is skipped, for this reason.
+    skipped: &'a (dyn Fn(SkipReason) + Sync),
+    /// A file is about to be indexed again or dropped.
+    changing: &'a (dyn Fn() + Sync),
+}
+
 /// Compare `files` (on disk) with `known` (in LMDB) and send the differences to the writer.
-#[allow(clippy::too_many_arguments)]
 fn diff(
     root: &Path,
     files: &[Candidate],
@@ -208,14 +224,19 @@ fn diff(
     reading: Reading,
     writer: &WriterHandle,
     limits: Limits,
-    on_done: &(dyn Fn(u64) + Sync),
-    on_skipped: &(dyn Fn(SkipReason) + Sync),
+    watchers: &Watchers<'_>,
 ) -> Result<DiffStats, IndexError> {
+    let Watchers {
+        done: on_done,
+        skipped: on_skipped,
+        changing: on_changing,
+    } = watchers;
     let removed = AtomicU64::new(0);
     let changed = AtomicU64::new(0);
     let on_disk: std::collections::HashSet<&str> =
         files.iter().map(|c| c.rel_path.as_str()).collect();
     for path in known.keys().filter(|p| !on_disk.contains(p.as_str())) {
+        on_changing();
         writer.send_or_gone(WriteOp::Remove(path.clone()))?;
         removed.fetch_add(1, Ordering::Relaxed);
     }
@@ -248,6 +269,7 @@ fn diff(
                                 mtime_ns: candidate.mtime_ns,
                             })
                         } else {
+                            on_changing();
                             changed.fetch_add(1, Ordering::Relaxed);
                             let language = lang::language_of(Path::new(&candidate.rel_path));
                             let text = crate::files::secrets::redact(&text);
@@ -273,6 +295,7 @@ fn diff(
                     ReadOutcome::Skipped(reason) => {
                         on_skipped(reason);
                         previous.map(|_| {
+                            on_changing();
                             removed.fetch_add(1, Ordering::Relaxed);
                             WriteOp::Remove(candidate.rel_path.clone())
                         })

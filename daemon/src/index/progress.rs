@@ -2,7 +2,7 @@
 //! worker and its readers: state, counts, pass statistics, skip reasons, errors, and the
 //! signal that wakes the embedding worker.
 
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
@@ -50,6 +50,8 @@ pub struct Progress {
     /// Commits that failed and dropped what they held (a full disk), counted so the
     /// embedding worker re-sends the vectors it thought were on their way.
     pub(crate) commit_failures: AtomicU64,
+    /// A pass has ended well since the project was loaded: the index matched the disk.
+    matched_once: AtomicBool,
 }
 
 impl Progress {
@@ -70,6 +72,28 @@ impl Progress {
             IndexState::Error => 2,
         };
         self.state.store(v, Ordering::Release);
+    }
+
+    /// A pass starts. Until one has ended well since loading, or after a failure, the index
+    /// is `indexing`; a pass over an index that matched the disk stays `ready` unless it finds
+    /// something to change ([`Progress::changing`]): results are complete meanwhile.
+    pub fn pass_starting(&self) {
+        if !self.matched_once.load(Ordering::Acquire) || self.state() == IndexState::Error {
+            self.set_state(IndexState::Indexing);
+        }
+    }
+
+    /// The pass found a file to index again or to drop: results are incomplete until it ends.
+    pub fn changing(&self) {
+        if self.state() == IndexState::Ready {
+            self.set_state(IndexState::Indexing);
+        }
+    }
+
+    /// A pass ended well: the index matches the disk.
+    pub fn matched(&self) {
+        self.matched_once.store(true, Ordering::Release);
+        self.set_state(IndexState::Ready);
     }
 
     /// Record an error and enter the error state.

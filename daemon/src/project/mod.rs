@@ -365,8 +365,8 @@ impl Project {
     /// Start a reconcile pass in the background, unless one is running (then it reruns
     /// once the current pass ends).
     pub fn start_reconcile(self: &Arc<Self>) {
-        // Callers see `indexing` as soon as this returns, not once the thread starts.
-        self.index.progress.set_state(IndexState::Indexing);
+        // Callers see the pass's state as soon as this returns, not once the thread starts.
+        self.index.progress.pass_starting();
         self.pass_requested.store(true, Ordering::SeqCst);
         if self.pass_running.swap(true, Ordering::SeqCst) {
             return;
@@ -402,7 +402,7 @@ impl Project {
 
     fn run_pass(self: &Arc<Self>) {
         let progress = &self.index.progress;
-        progress.set_state(IndexState::Indexing);
+        progress.pass_starting();
         let guard = self.update_lock.lock().unwrap_or_else(|e| e.into_inner());
         let watch = &self.watch;
         let reread = self.reread_requested.swap(false, Ordering::SeqCst);
@@ -422,7 +422,7 @@ impl Project {
                     .last_error
                     .lock()
                     .unwrap_or_else(|e| e.into_inner()) = None;
-                progress.set_state(IndexState::Ready);
+                progress.matched();
                 self.retry_secs.store(0, Ordering::Relaxed);
             }
             Err(error) => {

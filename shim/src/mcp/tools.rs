@@ -244,7 +244,7 @@ impl AmanServer {
     }
 
     pub(super) async fn index_status(&self) -> Result<CallToolResult, ToolError> {
-        let status = self.link.open_project(&self.root().await).await?;
+        let status = self.link.project_status(&self.root().await).await?;
         Ok(structured_result(
             status::project_text(&status),
             status::project_json(&status),

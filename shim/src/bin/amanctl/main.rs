@@ -363,6 +363,7 @@ async fn index(path: Option<std::path::PathBuf>, no_wait: bool) -> ExitCode {
         }
     };
     println!("indexing {root}");
+    let started_passes = status.passes;
     // An embedder that keeps failing does not hold the command forever: keyword search is
     // ready, and the vectors come once the embedder answers.
     let failing_since = std::cell::Cell::new(None::<std::time::Instant>);
@@ -371,7 +372,9 @@ async fn index(path: Option<std::path::PathBuf>, no_wait: bool) -> ExitCode {
         &link,
         status,
         Duration::from_millis(200),
-        |s| no_wait || state_name(s.state) != "indexing",
+        // The pass asked for has ended (an index that matched the disk may stay `ready`
+        // throughout it).
+        |s| no_wait || (s.passes > started_passes && state_name(s.state) != "indexing"),
         |s| {
             progress.borrow_mut().show(&s);
             let failing = s.passes > 0

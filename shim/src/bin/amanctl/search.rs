@@ -47,7 +47,7 @@ pub async fn search(args: SearchArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    if let Err(e) = link.open_project(&root).await {
+    if let Err(e) = link.project_status(&root).await {
         eprintln!("amanctl: {e}");
         return ExitCode::FAILURE;
     }
