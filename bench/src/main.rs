@@ -16,6 +16,7 @@ mod index;
 mod localize;
 mod semble;
 mod stress;
+mod tokens;
 mod worktrees;
 mod world;
 

@@ -13,6 +13,7 @@ use amanmcp_proto::pb;
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
+use crate::tokens;
 use crate::world::{percentile, spawn_shim, start_daemon, wait_for_pass, wait_for_vectors};
 
 /// Options of a run.
@@ -63,13 +64,15 @@ struct Query {
     targets: Vec<String>,
 }
 
+/// Whether a result's path is the target file (either may carry a leading directory the
+/// other lacks).
+pub fn is_target(path: &str, target: &str) -> bool {
+    path == target || path.ends_with(&format!("/{target}")) || target.ends_with(&format!("/{path}"))
+}
+
 /// NDCG@10 of a ranked list of paths against `targets` (see the module docs).
 pub fn ndcg_at_10(ranked: &[String], targets: &[String]) -> f64 {
-    let matches = |path: &str, target: &str| {
-        path == target
-            || path.ends_with(&format!("/{target}"))
-            || target.ends_with(&format!("/{path}"))
-    };
+    let matches = is_target;
     let mut files: Vec<&str> = Vec::new();
     for path in ranked {
         if !files.contains(&path.as_str()) {
@@ -168,6 +171,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     let (daemon, mut client) = start_daemon().await?;
     let mut scores: Vec<Score> = Vec::new();
     let mut latencies: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut costs: Vec<tokens::Cost> = Vec::new();
     let mut dump_lines = Vec::new();
     let mut index_times = Vec::new();
     for repo in &repos {
@@ -192,6 +196,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         client
             .open_project(pb::OpenProjectRequest {
                 root: root_str.clone(),
+                ..Default::default()
             })
             .await?;
         let status = wait_for_pass(&mut client, &root_str, 1).await?;
@@ -241,6 +246,28 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
                     })
                     .unwrap_or_default();
                 let score = ndcg_at_10(&ranked, &query.targets);
+                if mode == "hybrid" {
+                    let result = &reply["result"];
+                    let shown: Vec<tokens::Shown> = result["structuredContent"]["results"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .zip(&ranked)
+                        .map(|(hit, path)| tokens::Shown {
+                            header: format!(
+                                "{}:{}-{}",
+                                hit["path"].as_str().unwrap_or_default(),
+                                hit["start_line"],
+                                hit["end_line"]
+                            ),
+                            path: path.clone(),
+                        })
+                        .collect();
+                    let text = result["content"][0]["text"].as_str().unwrap_or_default();
+                    let cost = tokens::cost(text, &shown, &query.targets, is_target);
+                    entry.insert("tokens_to_first".into(), json!(cost.to_first));
+                    costs.push(cost);
+                }
                 scores.push((
                     mode.clone(),
                     query.repo.clone(),
@@ -370,6 +397,22 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         }
     }
 
+    if !costs.is_empty() {
+        let mut to_first: Vec<f64> = costs
+            .iter()
+            .filter_map(|c| c.to_first.map(|t| t as f64))
+            .collect();
+        to_first.sort_by(f64::total_cmp);
+        let n = costs.len() as f64;
+        println!(
+            "\ntoken cost of the hybrid (default) answer, bytes/4: median {:.0} tokens to the first relevant result (one in {} of {} answers); recall within 500 tokens {:.3}, within 2,000 {:.3}",
+            percentile(&to_first, 0.5),
+            to_first.len(),
+            costs.len(),
+            costs.iter().map(|c| c.recall_500).sum::<f64>() / n,
+            costs.iter().map(|c| c.recall_2000).sum::<f64>() / n,
+        );
+    }
     println!(
         "\nquery latency through the shim (limit {}):",
         options.limit
