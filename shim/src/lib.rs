@@ -13,6 +13,7 @@ pub mod http;
 pub mod link;
 pub mod mcp;
 pub mod mcp_client;
+pub mod preview;
 pub mod project;
 pub mod service;
 pub mod setup;

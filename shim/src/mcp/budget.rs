@@ -119,7 +119,7 @@ pub fn fit_hits(hits: &[pb::SearchHit], shape: Shape) -> Fitted {
             let (part, lines) = cut_at_lines(&hit.snippet, left - header);
             if lines > 0 {
                 let mut hit = hit.clone();
-                hit.end_line = hit.start_line + lines as u32 - 1;
+                hit.end_line = hit.start_line + crate::preview::covered(part) - 1;
                 hit.snippet = part.to_string();
                 kept.push(hit);
                 cut = true;

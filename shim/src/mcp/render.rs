@@ -6,17 +6,24 @@ use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Value, json};
 
 use super::budget::{self, Shape};
+use crate::preview;
 use crate::status::{index_summary, indexing_notice};
 
 /// Render a search-shaped reply (a page starting at `offset`) as readable text plus
 /// `structuredContent`, within `shape`'s token budget.
 pub fn search_result(
     label: &str,
+    query: &str,
     mut reply: pb::SearchReply,
     shape: Shape,
     offset: u64,
 ) -> CallToolResult {
     let index = reply.index.clone().unwrap_or_default();
+    // Long chunks are shown by their first line and the lines that match the query.
+    for hit in &mut reply.results {
+        let parts = preview::preview(&hit.snippet, hit.start_line, query, preview::PREVIEW_LINES);
+        hit.snippet = preview::text(&parts);
+    }
     let fitted = budget::fit_hits(&reply.results, shape);
     reply.results = fitted.hits;
     let results: Vec<Value> = reply

@@ -200,7 +200,7 @@ pub fn tools() -> Vec<Tool> {
                         "symbol": {"type": "string"},
                         "kind": {"type": "string"},
                         "score": {"type": "number"},
-                        "snippet": {"type": "string", "description": "The code of the chunk (absent with `format: compact`)."},
+                        "snippet": {"type": "string", "description": "The chunk's code: whole when short; else its first line and the lines that best match the query, each run of lines left out shown as `⋮ lines A-B not shown` (read them with `lookup` or the file resource). Absent with `format: compact`."},
                         "first_line": {"type": "string", "description": "The chunk's first non-blank line (`format: compact`)."},
                         "cut": {"type": "boolean", "description": "The snippet was cut at a line end to fit `max_tokens`."},
                         "why": {"type": "array", "items": {"type": "string"}, "description": "What the ranking stage saw in this result: a definition the query asks for, a file or directory its words name, a test or generated path."}

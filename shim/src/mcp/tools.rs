@@ -46,7 +46,13 @@ impl AmanServer {
                 async move { client.search(request).await.map(|r| r.into_inner()) }
             })
             .await?;
-        Ok(search_result(&format!("{query:?}"), reply, shape, offset))
+        Ok(search_result(
+            &format!("{query:?}"),
+            &query,
+            reply,
+            shape,
+            offset,
+        ))
     }
 
     pub(super) async fn lookup(&self, args: &JsonObject) -> Result<CallToolResult, ToolError> {
@@ -240,7 +246,7 @@ impl AmanServer {
                 async move { client.similar(request).await.map(|r| r.into_inner()) }
             })
             .await?;
-        Ok(search_result(&label, reply, shape, 0))
+        Ok(search_result(&label, "", reply, shape, 0))
     }
 
     pub(super) async fn index_status(&self) -> Result<CallToolResult, ToolError> {

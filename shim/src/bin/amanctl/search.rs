@@ -6,6 +6,7 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use amanmcp::link::state_name;
+use amanmcp::preview;
 use amanmcp_proto::pb;
 use serde_json::json;
 
@@ -138,11 +139,17 @@ pub async fn search(args: SearchArgs) -> ExitCode {
             head.push_str(&format!("  {}", paint.dim(&hit.why.join(", "))));
         }
         println!("{head}");
-        for (n, line) in hit.snippet.lines().take(args.context).enumerate() {
-            println!(
-                "{}  {line}",
-                paint.green(&format!("{:>6}", hit.start_line as usize + n))
-            );
+        if args.context > 0 {
+            // The chunk's first line and the lines that best match the query.
+            let parts = preview::preview(&hit.snippet, hit.start_line, &args.query, args.context);
+            for part in parts {
+                match part {
+                    preview::Part::Line(number, line) => {
+                        println!("{}  {line}", paint.green(&format!("{number:>6}")))
+                    }
+                    preview::Part::Gap(..) => println!("{}", paint.dim(&format!("{:>6}", "⋮"))),
+                }
+            }
         }
         if args.context > 0 {
             println!();
