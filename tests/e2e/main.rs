@@ -11,6 +11,7 @@ mod index;
 mod lookup;
 mod mcp;
 mod mcp_client;
+mod project;
 mod protocol;
 mod ranking;
 mod recovery;

@@ -291,8 +291,14 @@ async fn status(as_json: bool) -> ExitCode {
 fn project_link(
     path: Option<&std::path::Path>,
 ) -> Result<(String, amanmcp::link::DaemonLink), String> {
-    let root = amanmcp::project::resolve_root(Some(path.unwrap_or(std::path::Path::new("."))))
-        .map_err(|e| e.to_string())?;
+    let (root, source) = amanmcp::project::command_root(path)?;
+    if source != amanmcp::project::RootSource::Explicit {
+        eprintln!(
+            "amanctl: project {} ({})",
+            root.display(),
+            source.describe()
+        );
+    }
     let socket = endpoint::socket_path().map_err(|e| e.to_string())?;
     Ok((
         root.to_string_lossy().into_owned(),
@@ -438,8 +444,21 @@ fn setup(
 ) -> ExitCode {
     use amanmcp::setup;
     let run = || -> Result<(setup::Plan, bool), String> {
-        let root = amanmcp::project::resolve_root(Some(path.unwrap_or(std::path::Path::new("."))))
-            .map_err(|e| e.to_string())?;
+        // A global setup names no project; a project's setup goes to the project every
+        // other entry point would use.
+        let root = if global {
+            std::env::current_dir().map_err(|e| e.to_string())?
+        } else {
+            let (root, source) = amanmcp::project::command_root(path)?;
+            if source != amanmcp::project::RootSource::Explicit {
+                eprintln!(
+                    "amanctl: project {} ({})",
+                    root.display(),
+                    source.describe()
+                );
+            }
+            root
+        };
         let home = std::env::var_os("HOME")
             .map(std::path::PathBuf::from)
             .ok_or("HOME is not set")?;

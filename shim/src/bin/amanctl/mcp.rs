@@ -12,8 +12,7 @@ type ConfigFiles = Vec<(String, Result<Vec<mcp_client::ConfiguredServer>, String
 fn configured_servers(
     path: Option<&std::path::Path>,
 ) -> Result<(std::path::PathBuf, ConfigFiles), String> {
-    let root = amanmcp::project::resolve_root(Some(path.unwrap_or(std::path::Path::new("."))))
-        .map_err(|e| e.to_string())?;
+    let (root, _) = amanmcp::project::command_root(path)?;
     let mut files = Vec::new();
     for name in mcp_client::PROJECT_CONFIGS {
         let config = root.join(name);
