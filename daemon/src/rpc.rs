@@ -144,6 +144,7 @@ fn search_reply(outcome: crate::project::SearchOutcome, projects: Vec<String>) -
                 score: hit.score,
                 snippet: hit.body,
                 why: hit.why,
+                defines: hit.defines,
             })
             .collect(),
         total: outcome.total,

@@ -6,6 +6,7 @@
 //! path or symbol; [`usages`] lists where a name is defined and used.
 
 pub mod fusion;
+pub mod label;
 pub mod lookup;
 pub mod query;
 pub mod rank;
@@ -164,11 +165,12 @@ impl Searcher<'_> {
         // BM25's candidates through the ranking stage, paged.
         let ranked_page = |hits: Vec<LexicalHit>, total: usize, semantic: Semantic| {
             let hits = self.ranked(&profile, hits);
-            let page = hits
+            let mut page: Vec<LexicalHit> = hits
                 .into_iter()
                 .skip(params.offset)
                 .take(params.limit)
                 .collect();
+            label::label(self.index, &params.query, &mut page);
             Found::page(page, total as u64, params.offset, semantic)
         };
         if params.mode == SearchMode::Lexical {
@@ -210,11 +212,12 @@ impl Searcher<'_> {
         let (hits, total) =
             self.fused(lexical_hits, lexical_total as u64, &ranking, &fusion, None)?;
         let hits = self.ranked(&profile, hits);
-        let hits: Vec<LexicalHit> = hits
+        let mut hits: Vec<LexicalHit> = hits
             .into_iter()
             .skip(params.offset)
             .take(params.limit)
             .collect();
+        label::label(self.index, &params.query, &mut hits);
         Ok(Found::page(
             hits,
             total,

@@ -51,6 +51,9 @@ pub fn search_result(
             if !hit.why.is_empty() {
                 item["why"] = json!(hit.why);
             }
+            if !hit.defines.is_empty() {
+                item["defines"] = json!(hit.defines);
+            }
             if let Some(project) = &hit.project {
                 item["project"] = json!(project);
             }
@@ -231,6 +234,9 @@ fn render_search(
             if let Some(kind) = &hit.kind {
                 out.push_str(&format!(" ({kind})"));
             }
+        }
+        if !hit.defines.is_empty() {
+            out.push_str(&format!(", also {}", hit.defines.join(", ")));
         }
         if compact {
             out.push_str(&format!(

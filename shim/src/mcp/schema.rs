@@ -203,7 +203,8 @@ pub fn tools() -> Vec<Tool> {
                         "snippet": {"type": "string", "description": "The chunk's code: whole when short; else its first line and the lines that best match the query, each run of lines left out shown as `⋮ lines A-B not shown` (read them with `lookup` or the file resource). Absent with `format: compact`."},
                         "first_line": {"type": "string", "description": "The chunk's first non-blank line (`format: compact`)."},
                         "cut": {"type": "boolean", "description": "The snippet was cut at a line end to fit `max_tokens`."},
-                        "why": {"type": "array", "items": {"type": "string"}, "description": "What the ranking stage saw in this result: a definition the query asks for, a file or directory its words name, a test or generated path."}
+                        "why": {"type": "array", "items": {"type": "string"}, "description": "What the ranking stage saw in this result: a definition the query asks for, a file or directory its words name, a test or generated path."},
+                        "defines": {"type": "array", "items": {"type": "string"}, "description": "The chunk's other definitions, in order (`symbol` is the one the query asks for, else the chunk's own)."}
                     },
                     "required": ["path", "start_line", "end_line", "language", "score"]
                 }

@@ -156,6 +156,8 @@ pub struct LexicalHit {
     pub body: String,
     /// What the ranking stage saw in this chunk (empty before it runs).
     pub why: Vec<String>,
+    /// Other symbols defined in the chunk (set by `search::label`).
+    pub defines: Vec<String>,
 }
 
 /// The tantivy index of one project.
@@ -378,6 +380,7 @@ impl Lexical {
             score,
             body: text(f.body).unwrap_or_default(),
             why: Vec::new(),
+            defines: Vec::new(),
         }
     }
 

@@ -65,6 +65,7 @@ fn hit(path: &str, score: f32) -> LexicalHit {
         score,
         body: "fn body() { work(); }".into(),
         why: Vec::new(),
+        defines: Vec::new(),
     }
 }
 

@@ -90,6 +90,7 @@ pub async fn search(args: SearchArgs) -> ExitCode {
                     "kind": hit.kind,
                     "score": hit.score,
                     "why": hit.why,
+                    "defines": hit.defines,
                     "snippet": hit.snippet,
                 })
             })
@@ -134,6 +135,9 @@ pub async fn search(args: SearchArgs) -> ExitCode {
         }
         if let Some(kind) = &hit.kind {
             head.push_str(&format!(" ({kind})"));
+        }
+        if !hit.defines.is_empty() {
+            head.push_str(&format!(", also {}", hit.defines.join(", ")));
         }
         if !hit.why.is_empty() {
             head.push_str(&format!("  {}", paint.dim(&hit.why.join(", "))));
