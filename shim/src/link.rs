@@ -16,6 +16,8 @@ const START_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long after a start lost the lock to another daemon a new start is tried, while that
 /// daemon does not answer (it may have died before listening).
 const RESTART_PAUSE: Duration = Duration::from_millis(500);
+/// Tries of one call when the daemon is unreachable (each after reconnecting or starting it).
+const CALL_ATTEMPTS: u32 = 3;
 /// Environment variable naming the daemon binary to start.
 pub const DAEMON_BIN_ENV: &str = "AMANMCP_DAEMON_BIN";
 
@@ -82,23 +84,28 @@ impl DaemonLink {
         &self.socket
     }
 
-    /// Run `call` against the daemon; if the daemon is gone, start it and try once more.
+    /// Run `call` against the daemon; if the daemon is gone, start it and try again (a few
+    /// times: a daemon killed while starting, or while the call was on its way, is started
+    /// again rather than reported).
     pub async fn call<T, F, Fut>(&self, call: F) -> Result<T, LinkError>
     where
         F: Fn(DaemonClient<Channel>) -> Fut,
         Fut: Future<Output = Result<T, Status>>,
     {
-        let client = self.client(false).await?;
-        match call(client).await {
-            Ok(value) => Ok(value),
-            Err(status) => match LinkError::from(status) {
-                LinkError::Unreachable(first) => {
-                    tracing::info!(error = %first, "daemon unreachable; reconnecting");
-                    let client = self.client(true).await?;
-                    call(client).await.map_err(LinkError::from)
+        let mut client = self.client(false).await?;
+        let mut attempt = 1;
+        loop {
+            match call(client).await.map_err(LinkError::from) {
+                Err(LinkError::Unreachable(error)) if attempt < CALL_ATTEMPTS => {
+                    tracing::info!(%error, attempt, "daemon unreachable; reconnecting");
+                    if attempt > 1 {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                    client = self.client(true).await?;
+                    attempt += 1;
                 }
-                other => Err(other),
-            },
+                outcome => return outcome,
+            }
         }
     }
 
