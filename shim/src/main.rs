@@ -47,6 +47,16 @@ fn serve(project: Option<PathBuf>) -> anyhow::Result<()> {
     let (root, source) = project::resolve_root_with_source(project.as_deref())
         .context("cannot resolve the project root")?;
     let explicit_root = source == project::RootSource::Explicit;
+    // A working directory that is no project (home, a system directory: where desktop
+    // clients start servers) is never indexed: the session has no project until the
+    // client's roots name one.
+    let root = match project::unfit_reason(&root) {
+        Some(reason) if source == project::RootSource::WorkingDir => {
+            tracing::info!(%reason, "no project until the client's roots name one");
+            PathBuf::new()
+        }
+        _ => root,
+    };
     // A bare working directory (often `/` or the home directory for desktop clients) is not
     // indexed before a tool call or the client's roots ask for it.
     let warm_up_now = source != project::RootSource::WorkingDir;

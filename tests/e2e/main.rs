@@ -2,6 +2,7 @@
 //! data directory (see `amanmcp_tests::TestEnv`).
 
 mod across;
+mod answers;
 mod budget;
 mod compaction;
 mod daemon;

@@ -82,3 +82,27 @@ fn amanctl_in_the_home_directory_refuses_instead_of_indexing_it() {
     daemon.kill().unwrap();
     daemon.wait().unwrap();
 }
+
+#[test]
+fn a_shim_started_in_the_home_directory_indexes_nothing_and_says_how_to_name_a_project() {
+    let env = TestEnv::new();
+    let home = env.path().join("home").canonicalize().unwrap();
+    std::fs::write(home.join("notes.py"), "def personal_notes():\n    pass\n").unwrap();
+    let mut daemon = env.start_daemon();
+    let mut command = env.command("amanmcp");
+    command.current_dir(&home).arg("serve");
+    let mut shim = amanmcp_tests::Shim::spawn(command);
+    shim.initialize();
+    let reply = shim.call_tool("search", serde_json::json!({"query": "personal_notes"}));
+    let text = reply["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    assert!(
+        text.contains("no project") && text.contains("--project"),
+        "{text}"
+    );
+    assert!(env.project_roots().is_empty(), "{:?}", env.project_roots());
+    daemon.kill().unwrap();
+    daemon.wait().unwrap();
+}

@@ -84,8 +84,9 @@ pub struct AmanServer {
 pub struct RequestProject(pub PathBuf);
 
 /// What a tool or resource call says when the session serves no project yet.
-const NO_PROJECT: &str = "this session has no project: connect to /mcp?project=/path/to/project \
-or declare the project as a root";
+const NO_PROJECT: &str = "this session has no project: start the client inside the project's \
+repository, pass `--project /path/to/project` to amanmcp, declare the project as a root, or \
+(over HTTP) connect to /mcp?project=/path/to/project";
 
 fn request_project(extensions: &rmcp::model::Extensions) -> Option<PathBuf> {
     let parts = extensions.get::<axum::http::request::Parts>()?;
