@@ -287,10 +287,8 @@ async fn status(as_json: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// The project root and a link to the daemon (started if needed).
-fn project_link(
-    path: Option<&std::path::Path>,
-) -> Result<(String, amanmcp::link::DaemonLink), String> {
+/// The project a command serves (`project::command_root`), said on stderr when not named.
+fn project_root(path: Option<&std::path::Path>) -> Result<std::path::PathBuf, String> {
     let (root, source) = amanmcp::project::command_root(path)?;
     if source != amanmcp::project::RootSource::Explicit {
         eprintln!(
@@ -299,6 +297,14 @@ fn project_link(
             source.describe()
         );
     }
+    Ok(root)
+}
+
+/// The project root and a link to the daemon (started if needed).
+fn project_link(
+    path: Option<&std::path::Path>,
+) -> Result<(String, amanmcp::link::DaemonLink), String> {
+    let root = project_root(path)?;
     let socket = endpoint::socket_path().map_err(|e| e.to_string())?;
     Ok((
         root.to_string_lossy().into_owned(),
@@ -449,15 +455,7 @@ fn setup(
         let root = if global {
             std::env::current_dir().map_err(|e| e.to_string())?
         } else {
-            let (root, source) = amanmcp::project::command_root(path)?;
-            if source != amanmcp::project::RootSource::Explicit {
-                eprintln!(
-                    "amanctl: project {} ({})",
-                    root.display(),
-                    source.describe()
-                );
-            }
-            root
+            project_root(path)?
         };
         let home = std::env::var_os("HOME")
             .map(std::path::PathBuf::from)
