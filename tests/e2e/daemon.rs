@@ -369,3 +369,65 @@ fn amanctl_logs_prints_the_end_of_the_daemon_log() {
     assert!(after.ok(), "{}", after.text());
     assert!(!after.stdout.trim().is_empty());
 }
+
+#[test]
+fn amanctl_has_the_manners_of_the_cli_tools_people_know() {
+    let env = TestEnv::new();
+    let root = env.project(
+        "proj",
+        &[
+            ("src/app.py", "def manners_word():\n    return 1\n"),
+            ("src/lib.rs", "fn manners_word() {}\n"),
+        ],
+    );
+    let mut daemon = env.start_daemon();
+    let ran = env.amanctl_on(&root, &["index"]);
+    assert!(ran.ok(), "{}", ran.text());
+    // A bad mode is a usage error (exit 2) naming the choices; help shows no empty default.
+    let ran = env.amanctl_on(&root, &["search", "--mode", "fuzzy", "manners_word"]);
+    assert_eq!(ran.code, 2, "{}", ran.text());
+    assert!(ran.stderr.contains("lexical"), "{}", ran.stderr);
+    let help = env.amanctl(&["search", "--help"]);
+    assert!(!help.stdout.contains("[default: ]"), "{}", help.stdout);
+    // ripgrep's short flags: -g glob, -t type (language), -C context.
+    let ran = env.amanctl_on(
+        &root,
+        &[
+            "search",
+            "-g",
+            "src/*.py",
+            "-t",
+            "python",
+            "-C",
+            "1",
+            "manners_word",
+        ],
+    );
+    assert!(ran.ok(), "{}", ran.text());
+    assert!(
+        ran.stdout.contains("src/app.py") && !ran.stdout.contains("src/lib.rs"),
+        "{}",
+        ran.stdout
+    );
+    // A path that does not exist is named in the error.
+    let ran = env.amanctl(&["index", "/nonexistent/amanmcp-project"]);
+    assert!(!ran.ok());
+    assert!(
+        ran.stderr.contains("/nonexistent/amanmcp-project"),
+        "{}",
+        ran.stderr
+    );
+    // `stop` returns once the daemon has ended; a second `stop` has nothing to do.
+    let ran = env.amanctl(&["stop"]);
+    assert!(ran.ok() && ran.stdout.contains("stopped"), "{}", ran.text());
+    assert!(
+        daemon.try_wait().unwrap().is_some(),
+        "the daemon still runs after stop"
+    );
+    let ran = env.amanctl(&["stop"]);
+    assert!(
+        ran.ok() && ran.stdout.contains("not running"),
+        "{}",
+        ran.text()
+    );
+}

@@ -152,7 +152,15 @@ async fn daemon_findings(out: &mut Vec<Finding>) {
             out.push(finding(
                 "warn",
                 "file watches",
-                format!("{} project(s) fall back to polling ({}); raise fs.inotify.max_user_watches (now {max})", polling.len(), polling.join(", ")),
+                format!(
+                    "{} fall back to polling ({}); raise fs.inotify.max_user_watches (now {max})",
+                    if polling.len() == 1 {
+                        "1 project".to_string()
+                    } else {
+                        format!("{} projects", polling.len())
+                    },
+                    polling.join(", ")
+                ),
             ));
         } else if watched * 5 > max * 4 {
             out.push(finding(

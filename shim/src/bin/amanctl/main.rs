@@ -514,13 +514,26 @@ async fn stop() -> ExitCode {
             Err(_) => break,
         }
     }
+    // Stopping a daemon that is not running is done already.
     let Some(mut client) = client else {
         println!("amanmcpd: not running (socket {})", socket.display());
-        return ExitCode::FAILURE;
+        return ExitCode::SUCCESS;
     };
     match client.shutdown(pb::ShutdownRequest {}).await {
         Ok(_) => {
-            println!("amanmcpd: stopping");
+            // Return once it has ended (writers joined, indexes closed: its lock beside the
+            // socket is free), not while it stops.
+            let lock = endpoint::socket_lock_path(&socket);
+            let held = || std::fs::File::open(&lock).is_ok_and(|file| file.try_lock().is_err());
+            let deadline = std::time::Instant::now() + Duration::from_secs(60);
+            while held() && std::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            if held() {
+                eprintln!("amanctl: amanmcpd is still stopping after 60 s");
+                return ExitCode::FAILURE;
+            }
+            println!("amanmcpd: stopped");
             ExitCode::SUCCESS
         }
         // The connection can close under the reply as the daemon stops; it stopped if its

@@ -49,7 +49,8 @@ pub async fn mcp_check(path: Option<std::path::PathBuf>, timeout: u64) -> ExitCo
                 continue;
             }
         };
-        println!("{file}: {} server(s)", servers.len());
+        let n = servers.len();
+        println!("{file}: {n} server{}", if n == 1 { "" } else { "s" });
         for server in servers {
             let spec = match &server.spec {
                 Ok(spec) => spec,

@@ -106,9 +106,10 @@ pub async fn forget(roots: Vec<String>, missing: bool, as_json: bool) -> ExitCod
     for root in &reply.forgotten {
         println!("forgot {root}");
     }
+    let n = reply.forgotten.len();
     println!(
-        "{} project(s), {} freed",
-        reply.forgotten.len(),
+        "{n} project{}, {} freed",
+        if n == 1 { "" } else { "s" },
         human_bytes(reply.bytes_freed)
     );
     ExitCode::SUCCESS

@@ -20,24 +20,43 @@ pub struct SearchArgs {
     /// How many results.
     #[arg(long, short = 'n', default_value_t = 10)]
     limit: u32,
-    /// `hybrid` (default), `lexical` or `semantic`.
-    #[arg(long, default_value = "")]
-    mode: String,
+    /// Keywords and meaning fused (hybrid, the default), keywords only (BM25) or meaning only
+    /// (vectors).
+    #[arg(long, value_enum)]
+    mode: Option<Mode>,
     /// Only files of this language (a name or an extension: `rust`, `kt`).
-    #[arg(long)]
+    #[arg(long, short = 't')]
     language: Option<String>,
     /// Only paths matching this glob (`src/**/*.rs`).
-    #[arg(long)]
+    #[arg(long, short = 'g')]
     glob: Option<String>,
     /// Search other indexed projects too: `all`, or a root (repeatable).
     #[arg(long = "project", value_name = "ROOT|all")]
     projects: Vec<String>,
-    /// Lines of each snippet to show (0: none).
-    #[arg(long, default_value_t = 4)]
+    /// Lines of each snippet to show: its first line and those that best match (0: none).
+    #[arg(long, short = 'C', default_value_t = 4)]
     context: usize,
     /// Machine-readable output.
     #[arg(long)]
     json: bool,
+}
+
+/// How `amanctl search` retrieves.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Mode {
+    Hybrid,
+    Lexical,
+    Semantic,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Hybrid => "hybrid",
+            Mode::Lexical => "lexical",
+            Mode::Semantic => "semantic",
+        }
+    }
 }
 
 pub async fn search(args: SearchArgs) -> ExitCode {
@@ -59,7 +78,7 @@ pub async fn search(args: SearchArgs) -> ExitCode {
         offset: 0,
         path_glob: args.glob.clone(),
         language: args.language.clone(),
-        mode: args.mode.clone(),
+        mode: args.mode.map(Mode::name).unwrap_or_default().to_string(),
         projects: args.projects.clone(),
     };
     let reply = match link
