@@ -27,8 +27,9 @@ fn words(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
 }
 
-/// The service definition for `daemon` (the `amanmcpd` binary), under `home`.
-pub fn service(daemon: &Path, home: &Path) -> Service {
+/// The service definition for `daemon` (the `amanmcpd` binary), under `home`; systemd units
+/// go to `config_home` (`$XDG_CONFIG_HOME`, when set and absolute) or `~/.config`.
+pub fn service(daemon: &Path, home: &Path, config_home: Option<&Path>) -> Service {
     let daemon = daemon.display();
     if cfg!(target_os = "macos") {
         let label = "dev.amanmcp.amanmcpd";
@@ -70,7 +71,10 @@ pub fn service(daemon: &Path, home: &Path) -> Service {
             path,
         }
     } else {
-        let units = home.join(".config/systemd/user");
+        let units = config_home
+            .filter(|c| c.is_absolute())
+            .map_or_else(|| home.join(".config"), Path::to_path_buf)
+            .join("systemd/user");
         Service {
             path: units.join("amanmcpd.service"),
             content: format!(
@@ -83,10 +87,7 @@ pub fn service(daemon: &Path, home: &Path) -> Service {
                  [Service]\n\
                  ExecStart={daemon}\n\
                  Restart=on-failure\n\
-                 RestartSec=2\n\
-                 \n\
-                 [Install]\n\
-                 WantedBy=default.target\n"
+                 RestartSec=2\n"
             ),
             // The daemon's default socket (`$XDG_RUNTIME_DIR/amanmcp/amanmcpd.sock`), in a
             // private directory, owner only, as the daemon would make it.
@@ -107,21 +108,16 @@ pub fn service(daemon: &Path, home: &Path) -> Service {
             )),
             install: vec![
                 words(&["systemctl", "--user", "daemon-reload"]),
+                // Socket activation: the socket is enabled; the daemon starts on the first
+                // connection, not at login.
                 words(&["systemctl", "--user", "enable", "--now", "amanmcpd.socket"]),
-                words(&["systemctl", "--user", "enable", "--now", "amanmcpd.service"]),
             ],
             uninstall: vec![
-                words(&[
-                    "systemctl",
-                    "--user",
-                    "disable",
-                    "--now",
-                    "amanmcpd.service",
-                    "amanmcpd.socket",
-                ]),
+                words(&["systemctl", "--user", "disable", "--now", "amanmcpd.socket"]),
+                words(&["systemctl", "--user", "stop", "amanmcpd.service"]),
                 words(&["systemctl", "--user", "daemon-reload"]),
             ],
-            status: words(&["systemctl", "--user", "is-active", "amanmcpd.service"]),
+            status: words(&["systemctl", "--user", "is-active", "amanmcpd.socket"]),
         }
     }
 }
@@ -150,9 +146,39 @@ mod tests {
 
     #[test]
     fn the_unit_points_at_the_daemon_and_lives_in_the_users_config() {
-        let s = service(Path::new("/opt/amanmcp/bin/amanmcpd"), Path::new("/home/u"));
+        let s = service(
+            Path::new("/opt/amanmcp/bin/amanmcpd"),
+            Path::new("/home/u"),
+            None,
+        );
         assert!(s.content.contains("/opt/amanmcp/bin/amanmcpd"));
         assert!(s.path.starts_with("/home/u"));
         assert!(!s.install.is_empty() && !s.uninstall.is_empty());
+        if cfg!(target_os = "linux") {
+            let elsewhere = Path::new("/cfg");
+            let s = service(
+                Path::new("/bin/amanmcpd"),
+                Path::new("/home/u"),
+                Some(elsewhere),
+            );
+            assert!(
+                s.path.starts_with("/cfg/systemd/user"),
+                "{}",
+                s.path.display()
+            );
+            let relative = service(
+                Path::new("/bin/amanmcpd"),
+                Path::new("/home/u"),
+                Some(Path::new("cfg")),
+            );
+            assert!(relative.path.starts_with("/home/u/.config"));
+            // Started by its socket on the first connection, never at login.
+            assert!(!s.content.contains("WantedBy=default.target"));
+            assert!(
+                !s.install
+                    .iter()
+                    .any(|c| c.contains(&"amanmcpd.service".to_string()))
+            );
+        }
     }
 }

@@ -70,9 +70,10 @@ fn amanctl_service_writes_a_unit_that_runs_the_installed_daemon() {
         "{}",
         ran.text()
     );
+    // Socket activation: the daemon starts on the first connection, not at login.
     assert!(
-        ran.stdout
-            .contains("$ systemctl --user enable --now amanmcpd.service"),
+        !ran.stdout.contains("enable --now amanmcpd.service")
+            && !ran.stdout.contains("WantedBy=default.target"),
         "{}",
         ran.text()
     );
@@ -84,6 +85,22 @@ fn amanctl_service_writes_a_unit_that_runs_the_installed_daemon() {
     ] {
         assert!(ran.stdout.contains(expected), "{expected}: {}", ran.text());
     }
+    // Units go where XDG_CONFIG_HOME says.
+    let elsewhere = env.path().join("elsewhere-config");
+    let out = env
+        .command("amanctl")
+        .env("XDG_CONFIG_HOME", &elsewhere)
+        .args(["service", "install", "--dry-run"])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains(&format!(
+            "# {}/systemd/user/amanmcpd.service",
+            elsewhere.display()
+        )),
+        "{shown}"
+    );
     let unit = env
         .path()
         .join("home/.config/systemd/user/amanmcpd.service");

@@ -39,7 +39,12 @@ fn definition() -> Result<Service, String> {
     let home = std::env::var_os("HOME").ok_or("HOME is not set")?;
     let daemon = amanmcp::link::installed_beside("amanmcpd")
         .ok_or("no `amanmcpd` beside amanctl: install both (packaging/install.sh)")?;
-    Ok(service::service(&daemon, std::path::Path::new(&home)))
+    let config_home = std::env::var_os("XDG_CONFIG_HOME").map(std::path::PathBuf::from);
+    Ok(service::service(
+        &daemon,
+        std::path::Path::new(&home),
+        config_home.as_deref(),
+    ))
 }
 
 pub fn service(command: ServiceCommand) -> ExitCode {
