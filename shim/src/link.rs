@@ -42,7 +42,14 @@ impl From<Status> for LinkError {
                 LinkError::Rejected(status.message().to_string())
             }
             Code::Unavailable | Code::Unknown | Code::Cancelled => {
-                LinkError::Unreachable(status.message().to_string())
+                // tonic says only "transport error" when the connection drops.
+                let message = status.message();
+                LinkError::Unreachable(if message.contains("transport error") {
+                    "the connection closed (it stopped or crashed; `amanctl logs` shows why)"
+                        .to_string()
+                } else {
+                    message.to_string()
+                })
             }
             _ => LinkError::Daemon(status.message().to_string()),
         }
@@ -375,7 +382,18 @@ impl Started {
 
 #[cfg(test)]
 mod tests {
-    use super::older;
+    use super::{LinkError, older};
+
+    #[test]
+    fn a_dropped_connection_is_told_in_words_not_as_a_transport_error() {
+        let error = LinkError::from(tonic::Status::unavailable("transport error"));
+        let text = error.to_string();
+        assert!(!text.contains("transport error"), "{text}");
+        assert!(
+            text.contains("connection closed") && text.contains("amanctl logs"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn versions_compare_part_by_part() {
