@@ -38,7 +38,7 @@ fn amanctl_mcp_check_and_call_use_the_projects_configured_servers() {
 
     let (code, out, err) = amanctl_parts(&env, &["mcp", "check", root_arg]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains(".mcp.json: 2 server(s)"), "{out}");
+    assert!(out.contains(".mcp.json: 2 servers"), "{out}");
     assert!(
         out.contains("ok   amanmcp (amanmcp 0.1.0)")
             && out.contains("search, similar, lookup, usages, reindex, index-status"),
@@ -111,7 +111,7 @@ fn amanctl_mcp_check_and_call_use_the_projects_configured_servers() {
     .unwrap();
     let (code, out, _) = amanctl_parts(&env, &["mcp", "check", root_arg]);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains(".cursor/mcp.json: 2 server(s)"), "{out}");
+    assert!(out.contains(".cursor/mcp.json: 2 servers"), "{out}");
     assert!(out.contains("SKIP remote: remote server"), "{out}");
     assert!(
         out.contains("FAIL missing: cannot start `/no/such/server`"),
