@@ -431,3 +431,42 @@ fn amanctl_has_the_manners_of_the_cli_tools_people_know() {
         ran.text()
     );
 }
+
+#[test]
+fn ctrl_c_during_amanctl_index_stops_the_waiting_and_says_indexing_goes_on() {
+    let env = TestEnv::new();
+    let files: Vec<(String, String)> = (0..800)
+        .map(|i| {
+            (
+                format!("pkg{}/mod{i}.py", i % 20),
+                format!(
+                    "def waiting_word_{i}(x):\n    return x * {i}\n\n\nclass Holder{i}:\n    pass\n"
+                ),
+            )
+        })
+        .collect();
+    let root = env.project("big", &files);
+    let mut daemon = env.start_daemon();
+    let child = env
+        .command("amanctl")
+        .args(["index"])
+        .arg(&root)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("indexing goes on in the daemon"),
+        "{stderr}"
+    );
+    env.wait_ready();
+    assert_eq!(env.project_status()["files"], 800);
+    daemon.kill().unwrap();
+    daemon.wait().unwrap();
+}

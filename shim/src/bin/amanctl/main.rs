@@ -380,7 +380,7 @@ async fn index(path: Option<std::path::PathBuf>, no_wait: bool) -> ExitCode {
     // ready, and the vectors come once the embedder answers.
     let failing_since = std::cell::Cell::new(None::<std::time::Instant>);
     let progress = std::cell::RefCell::new(progress::Progress::new());
-    let followed = status::follow(
+    let following = status::follow(
         &link,
         status,
         Duration::from_millis(200),
@@ -406,8 +406,18 @@ async fn index(path: Option<std::path::PathBuf>, no_wait: bool) -> ExitCode {
             };
             std::future::ready(go_on)
         },
-    )
-    .await;
+    );
+    // Ctrl-C stops the waiting, not the indexing: say so.
+    let followed = tokio::select! {
+        followed = following => followed,
+        _ = tokio::signal::ctrl_c() => {
+            progress.borrow().finish();
+            eprintln!(
+                "amanctl: stopped waiting; indexing goes on in the daemon (`amanctl status` shows it)"
+            );
+            return ExitCode::from(130);
+        }
+    };
     let status = match followed {
         Ok(status) => status,
         Err(e) => {
