@@ -72,7 +72,6 @@ pub fn is_target(path: &str, target: &str) -> bool {
 
 /// NDCG@10 of a ranked list of paths against `targets` (see the module docs).
 pub fn ndcg_at_10(ranked: &[String], targets: &[String]) -> f64 {
-    let matches = is_target;
     let mut files: Vec<&str> = Vec::new();
     for path in ranked {
         if !files.contains(&path.as_str()) {
@@ -85,7 +84,7 @@ pub fn ndcg_at_10(ranked: &[String], targets: &[String]) -> f64 {
     let dcg: f64 = files
         .iter()
         .enumerate()
-        .filter(|(_, f)| targets.iter().any(|t| matches(f, t)))
+        .filter(|(_, f)| targets.iter().any(|t| is_target(f, t)))
         .map(|(i, _)| 1.0 / ((i + 2) as f64).log2())
         .sum();
     let ideal: f64 = (0..targets.len().min(10))

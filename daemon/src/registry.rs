@@ -174,10 +174,7 @@ impl Registry {
             let damage = projects.get(root)?.damage()?;
             (projects.remove(root)?, damage)
         };
-        let deadline = std::time::Instant::now() + FORGET_WAIT;
-        while Arc::strong_count(&project) > 1 && std::time::Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        released(&project);
         drop(project);
         Some(damage)
     }
@@ -233,17 +230,13 @@ impl Registry {
         let _opening = gate.lock().unwrap_or_else(|e| e.into_inner());
         let mut projects = self.projects.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(project) = projects.remove(root) {
-            let deadline = std::time::Instant::now() + FORGET_WAIT;
-            while Arc::strong_count(&project) > 1 {
-                if std::time::Instant::now() > deadline {
-                    projects.insert(root.to_path_buf(), project);
-                    return Err(UserError::InvalidArgument {
-                        name: "root",
-                        reason: format!("{} is busy; try again", root.display()),
-                    }
-                    .into());
+            if !released(&project) {
+                projects.insert(root.to_path_buf(), project);
+                return Err(UserError::InvalidArgument {
+                    name: "root",
+                    reason: format!("{} is busy; try again", root.display()),
                 }
-                std::thread::sleep(Duration::from_millis(20));
+                .into());
             }
             drop(project);
         }
@@ -270,6 +263,19 @@ impl Registry {
         out.sort_by(|a, b| a.root.cmp(&b.root));
         out
     }
+}
+
+/// Wait (up to [`FORGET_WAIT`]) until `project` is held here only (requests still using it
+/// have ended): whether it is.
+fn released(project: &Arc<Project>) -> bool {
+    let deadline = std::time::Instant::now() + FORGET_WAIT;
+    while Arc::strong_count(project) > 1 {
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
 }
 
 fn canonical_root(root: &str) -> Result<PathBuf, UserError> {

@@ -200,12 +200,9 @@ impl Writer {
                     let _ = ack.send(self.flush());
                 }
                 Ok(WriteOp::Settle(ack)) => {
-                    let outcome = self.flush().and_then(|()| {
-                        self.settle().inspect_err(|e| {
-                            self.fail(e);
-                            self.failed_since_flush = None;
-                        })
-                    });
+                    let outcome = self
+                        .flush()
+                        .and_then(|()| self.settle().inspect_err(|e| self.fail_flush(e)));
                     let _ = ack.send(outcome);
                 }
                 Ok(op) => {
@@ -319,11 +316,17 @@ impl Writer {
                 None => Ok(()),
             },
             Err(e) => {
-                self.fail(&e);
-                self.failed_since_flush = None;
+                self.fail_flush(&e);
                 Err(e)
             }
         }
+    }
+
+    /// A flush failed with `e`: [`Writer::fail`], the caller told now (so not again at the
+    /// next flush).
+    fn fail_flush(&mut self, e: &IndexError) {
+        self.fail(e);
+        self.failed_since_flush = None;
     }
 
     /// Write again the live documents of segments holding deleted ones.

@@ -2,38 +2,32 @@
 //! first. A chunk holding several small definitions (`rewind_body`, then a function
 //! appended after it) was shown under its first one even when the query found the second.
 
-use std::collections::HashMap;
-
-use crate::index::ProjectIndex;
 use crate::index::lexical::LexicalHit;
+use crate::index::store::SymbolRecord;
 
 /// Label each of `hits` (a page): `symbol` and `kind` become the definition inside the
 /// chunk that the query names (by name, or a word of it), else the chunk's own, else its
-/// first; `defines` lists the chunk's other definitions in order.
-pub fn label(index: &ProjectIndex, query: &str, hits: &mut [LexicalHit]) {
+/// first; `defines` lists the chunk's other definitions in order. `defined` gives the
+/// symbols whose definitions start inside a hit's lines, in order.
+pub fn label(
+    query: &str,
+    hits: &mut [LexicalHit],
+    defined: impl Fn(&LexicalHit) -> Vec<SymbolRecord>,
+) {
     let query = query.to_lowercase();
     let words: Vec<&str> = query
         .split(|c: char| !c.is_alphanumeric() && c != '_')
         .filter(|w| w.len() > 1)
         .collect();
-    let mut symbols_of = HashMap::new();
+    let asked = |name: &str| {
+        let name = name.to_lowercase();
+        words.contains(&name.as_str()) || (name.len() >= 4 && query.contains(&name))
+    };
     for hit in hits {
-        let symbols = symbols_of.entry(hit.path.clone()).or_insert_with(|| {
-            let mut symbols = index.store.symbols_of(&hit.path).unwrap_or_default();
-            symbols.sort_by_key(|s| s.start_line);
-            symbols
-        });
-        let inside: Vec<_> = symbols
-            .iter()
-            .filter(|s| hit.start_line <= s.start_line && s.start_line <= hit.end_line)
-            .collect();
+        let inside = defined(hit);
         if inside.is_empty() {
             continue;
         }
-        let asked = |name: &str| {
-            let name = name.to_lowercase();
-            words.contains(&name.as_str()) || (name.len() >= 4 && query.contains(&name))
-        };
         let own = |qualified: &str| hit.symbol.as_deref() == Some(qualified);
         let chosen = inside
             .iter()

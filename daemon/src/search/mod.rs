@@ -24,6 +24,7 @@ use crate::embed::Embedding;
 use crate::error::{Error, UserError};
 use crate::index::ProjectIndex;
 use crate::index::lexical::{LexicalHit, LexicalQuery};
+use crate::index::store::SymbolRecord;
 use fusion::{Fusion, SearchMode};
 
 /// Largest page a search may ask for.
@@ -164,13 +165,7 @@ impl Searcher<'_> {
         let depth = (params.offset + params.limit).max(FUSION_DEPTH);
         // BM25's candidates through the ranking stage, paged.
         let ranked_page = |hits: Vec<LexicalHit>, total: usize, semantic: Semantic| {
-            let hits = self.ranked(&profile, hits);
-            let mut page: Vec<LexicalHit> = hits
-                .into_iter()
-                .skip(params.offset)
-                .take(params.limit)
-                .collect();
-            label::label(self.index, &params.query, &mut page);
+            let page = self.page(&profile, hits, params);
             Found::page(page, total as u64, params.offset, semantic)
         };
         if params.mode == SearchMode::Lexical {
@@ -211,28 +206,33 @@ impl Searcher<'_> {
         let fusion = self.config.fusion.for_query(terms.len());
         let (hits, total) =
             self.fused(lexical_hits, lexical_total as u64, &ranking, &fusion, None)?;
-        let hits = self.ranked(&profile, hits);
-        let mut hits: Vec<LexicalHit> = hits
-            .into_iter()
-            .skip(params.offset)
-            .take(params.limit)
-            .collect();
-        label::label(self.index, &params.query, &mut hits);
         Ok(Found::page(
-            hits,
+            self.page(&profile, hits, params),
             total,
             params.offset,
             Semantic::Used { complete },
         ))
     }
 
-    /// The candidates reordered by the ranking stage ([`rank`]).
-    fn ranked(&self, profile: &rank::Profile, hits: Vec<LexicalHit>) -> Vec<LexicalHit> {
+    /// The candidates reordered by the ranking stage ([`rank`]), cut to the page asked for
+    /// and labelled ([`label`]); each file's symbols are read once for both.
+    fn page(
+        &self,
+        profile: &rank::Profile,
+        hits: Vec<LexicalHit>,
+        params: &SearchParams,
+    ) -> Vec<LexicalHit> {
         let view = StoreView {
             index: self.index,
             symbols: std::cell::RefCell::new(HashMap::new()),
         };
-        rank::rank(profile, hits, &view)
+        let mut page: Vec<LexicalHit> = rank::rank(profile, hits, &view)
+            .into_iter()
+            .skip(params.offset)
+            .take(params.limit)
+            .collect();
+        label::label(&params.query, &mut page, |hit| view.defined(hit));
+        page
     }
 
     /// Indexed files the query names: by path (a suffix of an indexed path, so absolute and
@@ -379,26 +379,30 @@ impl Searcher<'_> {
 /// from LMDB.
 struct StoreView<'a> {
     index: &'a ProjectIndex,
-    symbols: std::cell::RefCell<HashMap<String, Vec<(u32, String)>>>,
+    /// Each file's symbols, by first line.
+    symbols: std::cell::RefCell<HashMap<String, Vec<SymbolRecord>>>,
+}
+
+impl StoreView<'_> {
+    /// The symbols whose definitions start inside `hit`'s lines, in order.
+    fn defined(&self, hit: &LexicalHit) -> Vec<SymbolRecord> {
+        let mut cache = self.symbols.borrow_mut();
+        let symbols = cache.entry(hit.path.clone()).or_insert_with(|| {
+            let mut symbols = self.index.store.symbols_of(&hit.path).unwrap_or_default();
+            symbols.sort_by_key(|s| s.start_line);
+            symbols
+        });
+        symbols
+            .iter()
+            .filter(|s| hit.start_line <= s.start_line && s.start_line <= hit.end_line)
+            .cloned()
+            .collect()
+    }
 }
 
 impl rank::IndexView for StoreView<'_> {
     fn defined_in(&self, hit: &LexicalHit) -> Vec<String> {
-        let mut cache = self.symbols.borrow_mut();
-        let symbols = cache.entry(hit.path.clone()).or_insert_with(|| {
-            self.index
-                .store
-                .symbols_of(&hit.path)
-                .unwrap_or_default()
-                .into_iter()
-                .map(|s| (s.start_line, s.name))
-                .collect()
-        });
-        let mut out: Vec<String> = symbols
-            .iter()
-            .filter(|(line, _)| hit.start_line <= *line && *line <= hit.end_line)
-            .map(|(_, name)| name.clone())
-            .collect();
+        let mut out: Vec<String> = self.defined(hit).into_iter().map(|s| s.name).collect();
         if let Some(symbol) = &hit.symbol {
             let bare = symbol.rsplit(['.', ':']).next().unwrap_or(symbol);
             out.push(bare.to_string());

@@ -23,7 +23,7 @@ use crate::error::IndexError;
 /// depends on what the chunk is, never on where it sits in the index (which segment, which
 /// document number). A recovered index, whose documents were added in another order and
 /// merged differently, breaks ties exactly as a fresh one.
-pub(super) fn tie_key(path: &str, start_line: u32) -> u64 {
+fn tie_key(path: &str, start_line: u32) -> u64 {
     let mut bytes = Vec::with_capacity(path.len() + 4);
     bytes.extend_from_slice(path.as_bytes());
     bytes.extend_from_slice(&start_line.to_le_bytes());
@@ -46,6 +46,14 @@ impl MergePolicy for LiveSegmentsOnly {
 }
 
 impl Lexical {
+    /// Add to `doc` the fields tantivy does not store, from those it does: the path as
+    /// searchable words and the [`tie_key`]. A new document and one written again by
+    /// [`Lexical::settle`] both get them here.
+    pub(super) fn add_unstored(&self, doc: &mut TantivyDocument, path: &str, start_line: u32) {
+        doc.add_text(self.fields.path, path);
+        doc.add_u64(self.fields.tie, tie_key(path, start_line));
+    }
+
     /// Write the live documents of every segment holding deleted ones again, so tantivy
     /// drops those segments at the commit and counts live documents only. Returns the
     /// number of documents written again.
@@ -62,17 +70,13 @@ impl Lexical {
                 .map_err(|e| self.err(e.into()))?;
             for doc in store.iter::<TantivyDocument>(segment.alive_bitset()) {
                 let mut doc = doc.map_err(|e| self.err(e))?;
-                let value = |field| doc.get_first(field).map(|v| (v.as_str(), v.as_u64()));
-                let (Some((_, Some(chunk_id))), Some((Some(path), _))) =
-                    (value(f.chunk_id), value(f.path_key))
-                else {
+                let number = |field| doc.get_first(field).and_then(|v| v.as_u64());
+                let (chunk_id, start_line) = (number(f.chunk_id), number(f.start_line));
+                let path = doc.get_first(f.path_key).and_then(|v| v.as_str());
+                let (Some(chunk_id), Some(path)) = (chunk_id, path.map(str::to_string)) else {
                     continue;
                 };
-                let path = path.to_string();
-                let start_line = value(f.start_line).and_then(|(_, n)| n).unwrap_or(0);
-                // Fields tantivy does not store are added as `add_chunk` adds them.
-                doc.add_text(f.path, &path);
-                doc.add_u64(f.tie, tie_key(&path, start_line as u32));
+                self.add_unstored(&mut doc, &path, start_line.unwrap_or(0) as u32);
                 writer.delete_term(Term::from_field_u64(f.chunk_id, chunk_id));
                 writer.add_document(doc).map_err(|e| self.err(e))?;
                 rewritten += 1;

@@ -23,7 +23,6 @@ use crate::error::IndexError;
 mod fresh;
 
 use crate::index::tokenizer::{self, CODE_TOKENIZER, CodeTokenizer};
-use fresh::tie_key;
 
 /// Weight of a match in the symbol field relative to the body.
 const SYMBOL_BOOST: f32 = 3.0;
@@ -251,7 +250,6 @@ impl Lexical {
         let f = &self.fields;
         let mut doc = TantivyDocument::default();
         doc.add_u64(f.chunk_id, chunk.chunk_id);
-        doc.add_text(f.path, chunk.path);
         doc.add_text(f.path_key, chunk.path);
         doc.add_text(f.language, chunk.language);
         if let Some(symbol) = chunk.symbol {
@@ -271,7 +269,7 @@ impl Lexical {
         doc.add_text(f.body, chunk.body);
         doc.add_u64(f.start_line, u64::from(chunk.start_line));
         doc.add_u64(f.end_line, u64::from(chunk.end_line));
-        doc.add_u64(f.tie, tie_key(chunk.path, chunk.start_line));
+        self.add_unstored(&mut doc, chunk.path, chunk.start_line);
         writer.add_document(doc).map_err(|e| self.err(e))?;
         Ok(())
     }

@@ -262,10 +262,7 @@ pub fn rank(profile: &Profile, hits: Vec<LexicalHit>, view: &dyn IndexView) -> V
     let shares: Vec<f32> = profile.words.iter().map(|w| view.doc_share(w)).collect();
     let file_words = naming_words(profile, &shares, &hits);
     // How specific each query word is in this project, 0 (in half the chunks or more) to 1.
-    let rarity: Vec<f32> = shares
-        .iter()
-        .map(|share| (1.0 - share / tuned("NAMING_SHARE", NAMING_SHARE)).max(0.0))
-        .collect();
+    let rarity: Vec<f32> = shares.iter().map(|share| rarity(*share).max(0.0)).collect();
     let mut scored: Vec<(f32, LexicalHit)> = hits
         .into_iter()
         .map(|mut hit| {
@@ -380,6 +377,12 @@ fn sort(scored: &mut [(f32, LexicalHit)]) {
     });
 }
 
+/// How specific a word found in `share` of the project's chunks is: 1 when in none, 0 at
+/// [`NAMING_SHARE`], below 0 past it.
+fn rarity(share: f32) -> f32 {
+    1.0 - share / tuned("NAMING_SHARE", NAMING_SHARE)
+}
+
 /// The query words that tell files apart by name, each with its weight: those naming at
 /// most a quarter of the candidates' files (at least [`MIN_NAMED_FILES`]) and found in at
 /// most [`NAMING_SHARE`] of the project's chunks, weighted by their rarity. A word naming
@@ -409,12 +412,8 @@ fn naming_words<'p>(
                 .iter()
                 .filter(|(stem, words)| names_file(w, stem, words, profile.names_by_prefix(w)))
                 .count();
-            (named <= most && *share <= tuned("NAMING_SHARE", NAMING_SHARE)).then(|| {
-                (
-                    w.as_str(),
-                    1.0 - share / tuned("NAMING_SHARE", NAMING_SHARE),
-                )
-            })
+            (named <= most && *share <= tuned("NAMING_SHARE", NAMING_SHARE))
+                .then(|| (w.as_str(), rarity(*share)))
         })
         .collect()
 }
