@@ -50,12 +50,12 @@ fn serve(project: Option<PathBuf>) -> anyhow::Result<()> {
     // A working directory that is no project (home, a system directory: where desktop
     // clients start servers) is never indexed: the session has no project until the
     // client's roots name one.
-    let root = match project::unfit_reason(&root) {
-        Some(reason) if source == project::RootSource::WorkingDir => {
+    let root = match project::refused(&root, source) {
+        Some(reason) => {
             tracing::info!(%reason, "no project until the client's roots name one");
             PathBuf::new()
         }
-        _ => root,
+        None => root,
     };
     // A bare working directory (often `/` or the home directory for desktop clients) is not
     // indexed before a tool call or the client's roots ask for it.

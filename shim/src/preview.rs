@@ -82,12 +82,35 @@ const COMMON: &[&str] = &[
     "handled",
 ];
 
-/// The preview of `snippet` (whose first line is line `start_line` of its file) for
-/// `query`, at most `max_lines` lines shown.
-pub fn preview<'a>(
+/// A query, read once for the previews of all its results.
+pub struct Matcher {
+    words: Vec<String>,
+}
+
+impl Matcher {
+    /// The words of `query` a line can match.
+    pub fn new(query: &str) -> Matcher {
+        Matcher {
+            words: query_words(query),
+        }
+    }
+
+    /// The preview of `snippet` (whose first line is line `start_line` of its file), at most
+    /// `max_lines` lines shown.
+    pub fn preview<'a>(
+        &self,
+        snippet: &'a str,
+        start_line: u32,
+        max_lines: usize,
+    ) -> Vec<Part<'a>> {
+        preview(snippet, start_line, &self.words, max_lines)
+    }
+}
+
+fn preview<'a>(
     snippet: &'a str,
     start_line: u32,
-    query: &str,
+    words: &[String],
     max_lines: usize,
 ) -> Vec<Part<'a>> {
     let lines: Vec<&str> = snippet.lines().collect();
@@ -101,7 +124,6 @@ pub fn preview<'a>(
         parts.push(Part::Gap(number(max_lines), number(lines.len() - 1)));
         return parts;
     }
-    let words = query_words(query);
     let score = |line: &str| -> usize {
         let line = line.to_lowercase();
         words
@@ -179,7 +201,7 @@ mod tests {
     #[test]
     fn a_short_chunk_is_shown_whole() {
         let snippet = numbered(5);
-        let parts = preview(&snippet, 10, "anything", 12);
+        let parts = Matcher::new("anything").preview(&snippet, 10, 12);
         assert_eq!(parts.len(), 5);
         assert_eq!(parts[0], Part::Line(10, "line 1"));
         assert_eq!(text(&parts), snippet);
@@ -196,7 +218,7 @@ mod tests {
             snippet.push_str(&format!("    step_{i}();\n"));
         }
         snippet.push_str("}\n");
-        let parts = preview(&snippet, 100, "exponential backoff delay", 6);
+        let parts = Matcher::new("exponential backoff delay").preview(&snippet, 100, 6);
         assert_eq!(
             parts[0],
             Part::Line(100, "fn retry_policy(attempts: u32) {")
@@ -216,7 +238,7 @@ mod tests {
     #[test]
     fn with_no_line_matching_the_head_is_shown() {
         let snippet = numbered(30);
-        let parts = preview(&snippet, 1, "nothing here", 4);
+        let parts = Matcher::new("nothing here").preview(&snippet, 1, 4);
         assert_eq!(
             parts,
             [

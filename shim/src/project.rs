@@ -55,7 +55,7 @@ impl RootSource {
 
 /// Directories that are never a project unless named: the home directory and the system's
 /// own (`/`, `/etc`, `/usr`, ...).
-pub fn unfit_reason(root: &Path) -> Option<String> {
+fn unfit_reason(root: &Path) -> Option<String> {
     const SYSTEM: &[&str] = &[
         "/",
         "/bin",
@@ -99,6 +99,15 @@ pub fn unfit_reason(root: &Path) -> Option<String> {
     system.then(|| format!("{} is a system directory", root.display()))
 }
 
+/// Why `root`, found as `source` says, is taken as no project: a working directory (no
+/// repository around it) that is the home directory or a system directory. A root named
+/// explicitly or found as a repository is always a project.
+pub fn refused(root: &Path, source: RootSource) -> Option<String> {
+    (source == RootSource::WorkingDir)
+        .then(|| unfit_reason(root))
+        .flatten()
+}
+
 /// The project an `amanctl` command serves: `path` as named, else the rule above. A working
 /// directory that is no project (home, a system directory) is refused with what to do.
 pub fn command_root(path: Option<&Path>) -> Result<(PathBuf, RootSource), String> {
@@ -106,9 +115,7 @@ pub fn command_root(path: Option<&Path>) -> Result<(PathBuf, RootSource), String
         Some(path) => format!("{}: {e}", path.display()),
         None => e.to_string(),
     })?;
-    if source == RootSource::WorkingDir
-        && let Some(reason) = unfit_reason(&root)
-    {
+    if let Some(reason) = refused(&root, source) {
         return Err(format!(
             "{reason}, not a project (no git repository around it); run amanctl inside a \
              repository, or name the directory to use: amanctl ... PATH"

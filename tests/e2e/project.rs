@@ -14,6 +14,13 @@ fn amanctl_in(env: &TestEnv, dir: &std::path::Path, args: &[&str]) -> Ran {
     )
 }
 
+/// The environment's home directory (no repository around it), holding a source file.
+fn home_with_notes(env: &TestEnv) -> std::path::PathBuf {
+    let home = env.path().join("home").canonicalize().unwrap();
+    std::fs::write(home.join("notes.py"), "def personal_notes():\n    pass\n").unwrap();
+    home
+}
+
 #[test]
 fn amanctl_in_a_subdirectory_uses_the_repository_and_says_so() {
     let env = TestEnv::new();
@@ -62,8 +69,7 @@ fn amanctl_in_a_subdirectory_uses_the_repository_and_says_so() {
 #[test]
 fn amanctl_in_the_home_directory_refuses_instead_of_indexing_it() {
     let env = TestEnv::new();
-    let home = env.path().join("home").canonicalize().unwrap();
-    std::fs::write(home.join("notes.py"), "def personal_notes():\n    pass\n").unwrap();
+    let home = home_with_notes(&env);
     let mut daemon = env.start_daemon();
     for args in [&["search", "personal_notes"][..], &["index"][..]] {
         let ran = amanctl_in(&env, &home, args);
@@ -86,8 +92,7 @@ fn amanctl_in_the_home_directory_refuses_instead_of_indexing_it() {
 #[test]
 fn a_shim_started_in_the_home_directory_indexes_nothing_and_says_how_to_name_a_project() {
     let env = TestEnv::new();
-    let home = env.path().join("home").canonicalize().unwrap();
-    std::fs::write(home.join("notes.py"), "def personal_notes():\n    pass\n").unwrap();
+    let home = home_with_notes(&env);
     let mut daemon = env.start_daemon();
     let mut command = env.command("amanmcp");
     command.current_dir(&home).arg("serve");

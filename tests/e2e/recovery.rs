@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use amanmcp_tests::{Lcg, TestEnv};
+use amanmcp_tests::{Lcg, TestEnv, write_file};
 use serde_json::Value;
 
 /// A module of `id` at `version`: words shared by many files (so scores tie across files)
@@ -52,12 +52,6 @@ fn ranking(env: &TestEnv, root: &Path, query: &str) -> Vec<String> {
         .collect()
 }
 
-fn write(root: &Path, rel: &str, text: &str) {
-    let path = root.join(rel);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
-
 fn copy_tree(from: &Path, to: &Path) {
     for entry in std::fs::read_dir(from).unwrap().flatten() {
         let target = to.join(entry.file_name());
@@ -77,7 +71,7 @@ fn a_recovered_index_ranks_exactly_as_a_fresh_one() {
     let mut versions: Vec<usize> = vec![0; 600];
     let rel = |id: usize| format!("pkg{}/mod{id}.py", id % 12);
     for (id, version) in versions.iter().enumerate() {
-        write(&root, &rel(id), &module(id, *version));
+        write_file(&root, &rel(id), &module(id, *version));
     }
     let mut rng = Lcg(0x0dd_ba11);
     for round in 0..6 {
@@ -86,7 +80,7 @@ fn a_recovered_index_ranks_exactly_as_a_fresh_one() {
             for _ in 0..40 {
                 let id = rng.below(versions.len() as u64) as usize;
                 versions[id] += 1;
-                write(&root, &rel(id), &module(id, versions[id]));
+                write_file(&root, &rel(id), &module(id, versions[id]));
             }
         }
         let mut daemon = env.start_daemon();
@@ -99,7 +93,7 @@ fn a_recovered_index_ranks_exactly_as_a_fresh_one() {
     // A crash between tantivy's half of a commit and LMDB's: the next start redoes the batch.
     for (id, version) in versions.iter_mut().enumerate().take(30) {
         *version += 1;
-        write(&root, &rel(id), &module(id, *version));
+        write_file(&root, &rel(id), &module(id, *version));
     }
     let mut crashing = env
         .command("amanmcpd")

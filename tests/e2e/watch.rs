@@ -1,9 +1,8 @@
 //! Freshness: file events reach the index without any client action.
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
-use amanmcp_tests::{Shim, TestEnv};
+use amanmcp_tests::{Shim, TestEnv, write_file};
 use serde_json::json;
 
 /// The distinct result paths of a lexical search, sorted.
@@ -31,12 +30,6 @@ fn eventually(shim: &mut Shim, env: &TestEnv, query: &str, expected: &[&str]) {
     }
 }
 
-fn write(root: &Path, rel: &str, content: &str) {
-    let path = root.join(rel);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, content).unwrap();
-}
-
 #[test]
 fn edits_creates_deletes_and_renames_of_files_and_directories_are_seen() {
     let env = TestEnv::new();
@@ -54,7 +47,7 @@ fn edits_creates_deletes_and_renames_of_files_and_directories_are_seen() {
     eventually(&mut shim, &env, "firsttoken", &["src/a.py"]);
 
     // Edit.
-    write(
+    write_file(
         &root,
         "src/a.py",
         "def alpha():\n    return 'secondtoken'\n",
@@ -62,7 +55,7 @@ fn edits_creates_deletes_and_renames_of_files_and_directories_are_seen() {
     eventually(&mut shim, &env, "secondtoken", &["src/a.py"]);
     eventually(&mut shim, &env, "firsttoken", &[]);
     // Create.
-    write(
+    write_file(
         &root,
         "src/c.py",
         "def gamma():\n    return 'createdtoken'\n",
@@ -75,8 +68,8 @@ fn edits_creates_deletes_and_renames_of_files_and_directories_are_seen() {
     std::fs::rename(root.join("src/c.py"), root.join("src/renamed.py")).unwrap();
     eventually(&mut shim, &env, "createdtoken", &["src/renamed.py"]);
     // A new directory with files, then a nested one.
-    write(&root, "pkg/mod.py", "def delta():\n    return 'pkgtoken'\n");
-    write(
+    write_file(&root, "pkg/mod.py", "def delta():\n    return 'pkgtoken'\n");
+    write_file(
         &root,
         "pkg/sub/deep.py",
         "def eps():\n    return 'deeptoken'\n",
@@ -88,7 +81,7 @@ fn edits_creates_deletes_and_renames_of_files_and_directories_are_seen() {
     eventually(&mut shim, &env, "pkgtoken", &["lib/mod.py"]);
     eventually(&mut shim, &env, "deeptoken", &["lib/sub/deep.py"]);
     // Changes under the moved directory keep being seen.
-    write(
+    write_file(
         &root,
         "lib/sub/deep.py",
         "def eps():\n    return 'movedtoken'\n",
@@ -99,12 +92,12 @@ fn edits_creates_deletes_and_renames_of_files_and_directories_are_seen() {
     eventually(&mut shim, &env, "pkgtoken", &[]);
     eventually(&mut shim, &env, "movedtoken", &[]);
     // Ignored directories stay out.
-    write(
+    write_file(
         &root,
         "build/out.py",
         "def built():\n    return 'ignoredtoken'\n",
     );
-    write(
+    write_file(
         &root,
         "src/after.py",
         "def after():\n    return 'aftertoken'\n",
@@ -147,7 +140,7 @@ fn a_directory_swapped_for_a_symlink_and_back_is_reconciled_like_a_delete() {
     env.verify_ok(&root, "after the changes");
     // And back: the symlink replaced by a real directory again.
     std::fs::remove_file(root.join("d")).unwrap();
-    write(&root, "d/again.py", "def againmarker():\n    return 4\n");
+    write_file(&root, "d/again.py", "def againmarker():\n    return 4\n");
     eventually(&mut shim, &env, "againmarker", &["d/again.py"]);
     eventually(&mut shim, &env, "keepmarker", &["keep.py"]);
     env.verify_ok(&root, "after the changes");
@@ -165,14 +158,14 @@ fn a_storm_of_two_thousand_files_ends_in_one_consistent_index() {
     eventually(&mut shim, &env, "seedtoken", &["seed.py"]);
     // Like a branch switch: thousands of files appear, change and vanish at once.
     for i in 0..2000 {
-        write(
+        write_file(
             &root,
             &format!("m{}/f{i}.py", i % 40),
             &format!("def f{i}():\n    return 'zs{i}v0'\n"),
         );
     }
     for i in (0..2000).step_by(3) {
-        write(
+        write_file(
             &root,
             &format!("m{}/f{i}.py", i % 40),
             &format!("def f{i}():\n    return 'zs{i}v1'\n"),
@@ -238,7 +231,7 @@ fn running_out_of_watches_falls_back_to_periodic_reconcile() {
     let text = reply["result"]["content"][0]["text"].as_str().unwrap();
     assert!(text.contains("Watching: polling"), "{text}");
     // Changes are still picked up, by the periodic pass.
-    write(&root, "b/two.py", "def two():\n    return 'polledtoken'\n");
+    write_file(&root, "b/two.py", "def two():\n    return 'polledtoken'\n");
     eventually(&mut shim, &env, "polledtoken", &["b/two.py"]);
 }
 
@@ -259,6 +252,6 @@ fn idle_projects_are_unloaded_and_come_back_on_next_use() {
         },
     );
     // Changed while unloaded: reconciled when used again.
-    write(&root, "a.py", "def a():\n    return 'backtoken'\n");
+    write_file(&root, "a.py", "def a():\n    return 'backtoken'\n");
     eventually(&mut shim, &env, "backtoken", &["a.py"]);
 }

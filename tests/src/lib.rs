@@ -471,6 +471,13 @@ impl Ran {
 }
 
 /// The result paths of a successful `search` reply, in order (panics on an error reply).
+/// Write `text` to `rel` under `root`, making its directories.
+pub fn write_file(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
 pub fn result_paths(reply: &Value) -> Vec<String> {
     assert_ne!(reply["result"]["isError"], json!(true), "{reply}");
     reply["result"]["structuredContent"]["results"]

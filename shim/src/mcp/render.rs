@@ -20,8 +20,9 @@ pub fn search_result(
 ) -> CallToolResult {
     let index = reply.index.clone().unwrap_or_default();
     // Long chunks are shown by their first line and the lines that match the query.
+    let matcher = preview::Matcher::new(query);
     for hit in &mut reply.results {
-        let parts = preview::preview(&hit.snippet, hit.start_line, query, preview::PREVIEW_LINES);
+        let parts = matcher.preview(&hit.snippet, hit.start_line, preview::PREVIEW_LINES);
         hit.snippet = preview::text(&parts);
     }
     let fitted = budget::fit_hits(&reply.results, shape);

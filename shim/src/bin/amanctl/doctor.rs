@@ -154,11 +154,7 @@ async fn daemon_findings(out: &mut Vec<Finding>) {
                 "file watches",
                 format!(
                     "{} fall back to polling ({}); raise fs.inotify.max_user_watches (now {max})",
-                    if polling.len() == 1 {
-                        "1 project".to_string()
-                    } else {
-                        format!("{} projects", polling.len())
-                    },
+                    super::counted(polling.len(), "project"),
                     polling.join(", ")
                 ),
             ));

@@ -287,6 +287,11 @@ async fn status(as_json: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// `n` `noun`s, the noun plural unless `n` is one: `1 project`, `2 projects`.
+fn counted(n: usize, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
+}
+
 /// The project a command serves (`project::command_root`), said on stderr when not named.
 fn project_root(path: Option<&std::path::Path>) -> Result<std::path::PathBuf, String> {
     let (root, source) = amanmcp::project::command_root(path)?;

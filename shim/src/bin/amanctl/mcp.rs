@@ -49,8 +49,7 @@ pub async fn mcp_check(path: Option<std::path::PathBuf>, timeout: u64) -> ExitCo
                 continue;
             }
         };
-        let n = servers.len();
-        println!("{file}: {n} server{}", if n == 1 { "" } else { "s" });
+        println!("{file}: {}", super::counted(servers.len(), "server"));
         for server in servers {
             let spec = match &server.spec {
                 Ok(spec) => spec,

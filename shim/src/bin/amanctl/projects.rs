@@ -106,10 +106,9 @@ pub async fn forget(roots: Vec<String>, missing: bool, as_json: bool) -> ExitCod
     for root in &reply.forgotten {
         println!("forgot {root}");
     }
-    let n = reply.forgotten.len();
     println!(
-        "{n} project{}, {} freed",
-        if n == 1 { "" } else { "s" },
+        "{}, {} freed",
+        super::counted(reply.forgotten.len(), "project"),
         human_bytes(reply.bytes_freed)
     );
     ExitCode::SUCCESS

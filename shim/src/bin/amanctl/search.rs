@@ -49,16 +49,6 @@ enum Mode {
     Semantic,
 }
 
-impl Mode {
-    fn name(self) -> &'static str {
-        match self {
-            Mode::Hybrid => "hybrid",
-            Mode::Lexical => "lexical",
-            Mode::Semantic => "semantic",
-        }
-    }
-}
-
 pub async fn search(args: SearchArgs) -> ExitCode {
     let (root, link) = match super::project_link(args.path.as_deref()) {
         Ok(pair) => pair,
@@ -78,7 +68,11 @@ pub async fn search(args: SearchArgs) -> ExitCode {
         offset: 0,
         path_glob: args.glob.clone(),
         language: args.language.clone(),
-        mode: args.mode.map(Mode::name).unwrap_or_default().to_string(),
+        mode: args
+            .mode
+            .and_then(|mode| clap::ValueEnum::to_possible_value(&mode))
+            .map(|value| value.get_name().to_string())
+            .unwrap_or_default(),
         projects: args.projects.clone(),
     };
     let reply = match link
@@ -125,6 +119,7 @@ pub async fn search(args: SearchArgs) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let paint = Paint(std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none());
+    let matcher = preview::Matcher::new(&args.query);
     if let Some(index) = &reply.index
         && state_name(index.state) == "indexing"
     {
@@ -164,8 +159,7 @@ pub async fn search(args: SearchArgs) -> ExitCode {
         println!("{head}");
         if args.context > 0 {
             // The chunk's first line and the lines that best match the query.
-            let parts = preview::preview(&hit.snippet, hit.start_line, &args.query, args.context);
-            for part in parts {
+            for part in matcher.preview(&hit.snippet, hit.start_line, args.context) {
                 match part {
                     preview::Part::Line(number, line) => {
                         println!("{}  {line}", paint.green(&format!("{number:>6}")))
@@ -173,8 +167,6 @@ pub async fn search(args: SearchArgs) -> ExitCode {
                     preview::Part::Gap(..) => println!("{}", paint.dim(&format!("{:>6}", "⋮"))),
                 }
             }
-        }
-        if args.context > 0 {
             println!();
         }
     }
