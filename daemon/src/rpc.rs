@@ -256,8 +256,8 @@ impl amanmcp_proto::Daemon for RpcService {
         let registry = self.registry.clone();
         let started = Instant::now();
         let call = format!(
-            "search query={:?} limit={} offset={} mode={:?} path={:?} language={:?}",
-            req.query, req.limit, req.offset, req.mode, req.path_glob, req.language
+            "search query={:?} limit={} offset={} mode={:?} glob={:?} path={:?} language={:?}",
+            req.query, req.limit, req.offset, req.mode, req.path_glob, req.path, req.language
         );
         let outcome = blocking(move || {
             let params = SearchParams {
@@ -269,6 +269,7 @@ impl amanmcp_proto::Daemon for RpcService {
                 },
                 offset: req.offset as usize,
                 path_glob: req.path_glob,
+                within: req.path,
                 language: req.language,
                 mode: search_mode(&req.mode)?,
             };
@@ -343,11 +344,15 @@ impl amanmcp_proto::Daemon for RpcService {
         let req = request.into_inner();
         let registry = self.registry.clone();
         let started = Instant::now();
-        let call = format!("usages name={:?} path={:?}", req.name, req.path_glob);
+        let call = format!(
+            "usages name={:?} glob={:?} path={:?}",
+            req.name, req.path_glob, req.path
+        );
         let found = blocking(move || {
             let params = UsagesParams {
                 name: req.name,
                 path_glob: req.path_glob,
+                within: req.path,
                 limit: (req.limit as usize).clamp(1, MAX_USAGES_LIMIT),
                 offset: req.offset as usize,
             };
@@ -442,6 +447,7 @@ impl amanmcp_proto::Daemon for RpcService {
                     },
                     offset: 0,
                     path_glob: req.path_glob,
+                    within: None,
                     language: req.language,
                     mode,
                 },

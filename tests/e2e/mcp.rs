@@ -377,6 +377,7 @@ fn tool_errors_name_the_parameter() {
 
 #[test]
 fn search_filters_by_path_glob_and_language() {
+    // `path` is a file or directory and `in_path` a glob, in search as in every tool.
     let env = TestEnv::new();
     let root = env.project(
         "proj",
@@ -415,16 +416,43 @@ fn search_filters_by_path_glob_and_language() {
         json!({"query": "verify_password", "language": "PY"}),
     );
     assert_eq!(paths(&by_extension), ["app/auth.py"], "{by_extension}");
-    let docs = shim.call_tool(
-        "search",
-        json!({"query": "verify_password", "path": "docs/"}),
-    );
-    assert_eq!(paths(&docs), ["docs/auth.md"]);
-    let rs = shim.call_tool(
-        "search",
-        json!({"query": "verify_password", "path": "*.rs"}),
-    );
-    assert_eq!(paths(&rs), ["src/lib.rs"]);
+    for (scope, expected) in [
+        (json!({"in_path": "docs/"}), "docs/auth.md"),
+        (json!({"in_path": "*.rs"}), "src/lib.rs"),
+        (json!({"path": "docs"}), "docs/auth.md"),
+        (json!({"path": "./app/"}), "app/auth.py"),
+        (json!({"path": "src/lib.rs"}), "src/lib.rs"),
+        (json!({"path": "app", "in_path": "**/*.py"}), "app/auth.py"),
+    ] {
+        let mut args = json!({"query": "verify_password"});
+        args.as_object_mut()
+            .unwrap()
+            .extend(scope.as_object().unwrap().clone());
+        let reply = shim.call_tool("search", args);
+        assert_eq!(paths(&reply), [expected], "{scope}: {reply}");
+    }
+    // A directory is not a prefix of names (`ap` is not `app/`); nothing is outside.
+    let none = shim.call_tool("search", json!({"query": "verify_password", "path": "ap"}));
+    assert_eq!(paths(&none), Vec::<String>::new(), "{none}");
+    for (args, says) in [
+        (
+            json!({"query": "verify_password", "path": "*.rs"}),
+            "use `in_path`",
+        ),
+        (
+            json!({"query": "verify_password", "path": "../elsewhere"}),
+            "leaves the project",
+        ),
+        (
+            json!({"query": "verify_password", "path": "/etc"}),
+            "outside the project root",
+        ),
+    ] {
+        let reply = shim.call_tool("search", args.clone());
+        assert_eq!(reply["result"]["isError"], true, "{args}: {reply}");
+        let text = reply["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains(says), "{args}: {text}");
+    }
     let one = shim.call_tool("search", json!({"query": "verify_password", "limit": 1}));
     let content = &one["result"]["structuredContent"];
     assert_eq!(content["results"].as_array().unwrap().len(), 1);

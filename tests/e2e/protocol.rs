@@ -261,7 +261,10 @@ fn ten_thousand_hostile_messages_each_get_their_code_and_id() {
     assert_eq!(reply["error"]["code"], -32002, "{reply}");
     let message = reply["error"]["message"].as_str().unwrap_or_default();
     assert!(message.len() < 2048 && !message.contains("h2"), "{message}");
-    let reply = shim.call_tool("search", json!({"query": "q", "path": format!("{long}*")}));
+    let reply = shim.call_tool(
+        "search",
+        json!({"query": "q", "in_path": format!("{long}*")}),
+    );
     assert_eq!(reply["result"]["isError"], true, "{reply}");
     // Messages too large to read: discarded as they stream in, never held.
     for _ in 0..3 {

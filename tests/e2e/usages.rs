@@ -176,12 +176,19 @@ fn usages_lists_definitions_then_uses_with_their_enclosing_symbols() {
         "{rest}"
     );
     assert_eq!(places(&rest), found[2..], "{rest}");
-    let narrowed = usages(&mut shim, json!({"name": "parse_header", "path": "web/**"}));
-    assert!(
-        places(&narrowed).iter().all(|u| u.0 == "web/client.ts"),
-        "{narrowed}"
-    );
-    assert_eq!(narrowed["structuredContent"]["total"], 2, "{narrowed}");
+    // `in_path` is a glob; `path` a file or directory, as in every tool.
+    for scope in [json!({"in_path": "web/**"}), json!({"path": "web"})] {
+        let mut args = json!({"name": "parse_header"});
+        args.as_object_mut()
+            .unwrap()
+            .extend(scope.as_object().unwrap().clone());
+        let narrowed = usages(&mut shim, args);
+        assert!(
+            places(&narrowed).iter().all(|u| u.0 == "web/client.ts"),
+            "{narrowed}"
+        );
+        assert_eq!(narrowed["structuredContent"]["total"], 2, "{narrowed}");
+    }
 
     // A name found nowhere, and arguments that are not names.
     let none = usages(&mut shim, json!({"name": "no_such_name"}));

@@ -72,6 +72,8 @@ pub struct SearchParams {
     pub offset: usize,
     /// Only paths matching this glob.
     pub path_glob: Option<String>,
+    /// Only this file, or the files under this directory (see [`Searcher::scope`]).
+    pub within: Option<String>,
     /// Only this language.
     pub language: Option<String>,
     /// Which rankers to use.
@@ -328,7 +330,7 @@ impl Searcher<'_> {
             }
             .into());
         }
-        let paths = self.paths_matching(params.path_glob.as_deref())?;
+        let paths = self.scope(params.path_glob.as_deref(), params.within.as_deref())?;
         let language = match params.language.as_deref().map(str::trim) {
             None | Some("") => None,
             Some(given) => Some(
@@ -346,11 +348,46 @@ impl Searcher<'_> {
         Ok(Filters { paths, language })
     }
 
-    /// The indexed paths matching `glob` (`None` when there is no glob, or it is empty).
-    fn paths_matching(&self, glob: Option<&str>) -> Result<Option<Vec<String>>, Error> {
-        let Some(glob) = glob.filter(|g| !g.is_empty()) else {
-            return Ok(None);
+    /// The indexed paths a request may answer from: those matching `glob`, and `within`
+    /// (a file, or a directory: the files under it; checked to stay inside the root). `None`
+    /// when neither is given.
+    fn scope(
+        &self,
+        glob: Option<&str>,
+        within: Option<&str>,
+    ) -> Result<Option<Vec<String>>, Error> {
+        let glob = glob.filter(|g| !g.is_empty());
+        let within = match within.filter(|w| !w.trim().is_empty()) {
+            Some(path) => Some(lookup::normalized(lookup::relative_inside(
+                self.root, path,
+            )?)),
+            None => None,
         };
+        if glob.is_none() && within.is_none() {
+            return Ok(None);
+        }
+        let files = self.index.store.all_files()?;
+        let inside = |path: &str| match within.as_deref() {
+            None | Some("") => true,
+            Some(scope) => path
+                .strip_prefix(scope)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/')),
+        };
+        let matcher = match glob {
+            Some(glob) => Some(Self::glob(glob)?),
+            None => None,
+        };
+        Ok(Some(
+            files
+                .into_keys()
+                .filter(|path| inside(path))
+                .filter(|path| matcher.as_ref().is_none_or(|m| m.is_match(path)))
+                .collect(),
+        ))
+    }
+
+    /// `glob` compiled (`dir/` standing for `dir/**`).
+    fn glob(glob: &str) -> Result<globset::GlobMatcher, Error> {
         let pattern = if glob.ends_with('/') {
             format!("{glob}**")
         } else {
@@ -364,13 +401,7 @@ impl Searcher<'_> {
                 reason: format!("bad glob {glob:?}: {e}"),
             })?
             .compile_matcher();
-        let files = self.index.store.all_files()?;
-        Ok(Some(
-            files
-                .into_keys()
-                .filter(|path| matcher.is_match(path))
-                .collect(),
-        ))
+        Ok(matcher)
     }
 }
 

@@ -32,6 +32,8 @@ pub struct UsagesParams {
     pub name: String,
     /// Only paths matching this glob.
     pub path_glob: Option<String>,
+    /// Only this file, or the files under this directory.
+    pub within: Option<String>,
     /// Page size.
     pub limit: usize,
     /// Occurrences to skip.
@@ -158,7 +160,7 @@ impl Searcher<'_> {
     /// Where `params.name` is defined and used (see the module docs).
     pub fn usages(&self, params: &UsagesParams) -> Result<UsagesFound, Error> {
         let name = bare_name(&params.name)?;
-        let paths = self.paths_matching(params.path_glob.as_deref())?;
+        let paths = self.scope(params.path_glob.as_deref(), params.within.as_deref())?;
         let hits = self.index.lexical.chunks_with_word(
             &name.to_lowercase(),
             paths.as_deref(),

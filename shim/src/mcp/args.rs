@@ -87,6 +87,20 @@ pub fn optional_string(args: &JsonObject, name: &str) -> Result<Option<String>, 
     }
 }
 
+/// `path` (a file or directory: never a pattern) and `in_path` (a glob), as every tool
+/// names them: `(path, glob)`.
+pub fn optional_scope(args: &JsonObject) -> Result<(Option<String>, Option<String>), ToolError> {
+    let path = optional_string(args, "path")?;
+    if let Some(path) = &path
+        && path.contains(['*', '?', '[', '{'])
+    {
+        return Err(ToolError::Argument(format!(
+            "argument `path` names a file or directory, not a pattern; for the glob {path:?} use `in_path`"
+        )));
+    }
+    Ok((path, optional_string(args, "in_path")?))
+}
+
 pub fn optional_integer(
     args: &JsonObject,
     name: &str,

@@ -11,6 +11,10 @@ use super::{
     MAX_OFFSET, MAX_USAGES_LIMIT, MAX_USAGES_OFFSET,
 };
 
+/// `path` in every tool is a file or directory, never a pattern; globs go in `in_path`.
+const PATH_SCOPE: &str = "Only this file, or the files under this directory, relative to the project root (e.g. `src/net` or `src/lib.rs`). A pattern goes in `in_path`.";
+const IN_PATH: &str = "Only files whose project-relative path matches this glob, e.g. `src/**/*.rs`, `*.py` or `tests/`.";
+
 fn schema(value: Value) -> Arc<JsonObject> {
     match value {
         Value::Object(map) => Arc::new(map),
@@ -83,7 +87,8 @@ fn usages_input() -> Value {
         "type": "object",
         "properties": {
             "name": {"type": "string", "description": "An identifier, bare (`JoinSet`, `parse_config`) or qualified (`tokio::task::JoinSet`, `Session.request`: its last part is searched). Matched whole and as written: `Config` does not find `ConfigLoader` or `config`."},
-            "path": {"type": "string", "description": "Only files whose path matches this glob, e.g. `src/**`."},
+            "path": {"type": "string", "description": PATH_SCOPE},
+            "in_path": {"type": "string", "description": IN_PATH},
             "limit": {"type": "integer", "minimum": 1, "maximum": MAX_USAGES_LIMIT, "default": DEFAULT_USAGES_LIMIT, "description": "Most occurrences to return (1-500, default 50)."},
             "offset": {"type": "integer", "minimum": 0, "maximum": MAX_USAGES_OFFSET, "default": 0, "description": "Occurrences to skip (the previous answer's `next_offset`)."},
             "max_tokens": {"type": "integer", "minimum": MIN_MAX_TOKENS, "maximum": MAX_MAX_TOKENS, "default": DEFAULT_MAX_TOKENS, "description": "Most tokens the answer may take (bytes / 4); occurrences that do not fit are left out and `next_offset` says where to go on."},
@@ -146,10 +151,8 @@ pub fn tools() -> Vec<Tool> {
                 "default": DEFAULT_LIMIT,
                 "description": "Maximum number of results (1-100, default 10)."
             },
-            "path": {
-                "type": "string",
-                "description": "Only files whose project-relative path matches this glob, e.g. `src/**/*.rs`, `*.py` or `tests/`."
-            },
+            "path": {"type": "string", "description": PATH_SCOPE},
+            "in_path": {"type": "string", "description": IN_PATH},
             "language": {
                 "type": "string",
                 "description": "Only files of this language, e.g. `rust`, `python`, `typescript`, `go`, `markdown`."
@@ -294,7 +297,7 @@ pub fn tools() -> Vec<Tool> {
                     "symbol": {"type": "string", "description": "A symbol whose definition is the reference, bare or qualified."},
                     "snippet": {"type": "string", "description": "A piece of code to compare against."},
                     "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT, "description": "Maximum number of results (1-100, default 10)."},
-                    "in_path": {"type": "string", "description": "Only files whose path matches this glob, e.g. `src/**/*.rs`."},
+                    "in_path": {"type": "string", "description": IN_PATH},
                     "mode": {"type": "string", "enum": ["hybrid", "lexical", "semantic"], "default": "hybrid", "description": "hybrid (default): shared terms and meaning, fused; lexical: shared terms only; semantic: meaning only."},
                     "language": {"type": "string", "description": "Only files of this language, e.g. `rust`, `python`."},
                     "max_tokens": {"type": "integer", "minimum": MIN_MAX_TOKENS, "maximum": MAX_MAX_TOKENS, "default": DEFAULT_MAX_TOKENS, "description": "Most tokens the answer may take (bytes / 4); what does not fit is left out, and the answer says so."},

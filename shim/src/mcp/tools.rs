@@ -8,7 +8,8 @@ use rmcp::service::RequestContext;
 use serde_json::json;
 
 use super::args::{
-    ToolError, optional_integer, optional_mode, optional_projects, optional_string, required_string,
+    ToolError, optional_integer, optional_mode, optional_projects, optional_scope, optional_string,
+    required_string,
 };
 use super::budget::Shape;
 use super::render::{lookup_result, search_result, structured_result, usages_result};
@@ -24,7 +25,7 @@ impl AmanServer {
         let query = required_string(args, "query")?;
         let limit = optional_integer(args, "limit", 1, MAX_LIMIT)?.unwrap_or(DEFAULT_LIMIT);
         let shape = Shape::from_args(args)?;
-        let path_glob = optional_string(args, "path")?;
+        let (path, path_glob) = optional_scope(args)?;
         let language = optional_string(args, "language")?;
         let offset = optional_integer(args, "offset", 0, MAX_OFFSET)?.unwrap_or(0);
         let mode = optional_mode(args)?;
@@ -38,6 +39,7 @@ impl AmanServer {
             language,
             mode,
             projects,
+            path,
         };
         let reply = self
             .link
@@ -92,7 +94,7 @@ impl AmanServer {
 
     pub(super) async fn usages(&self, args: &JsonObject) -> Result<CallToolResult, ToolError> {
         let name = required_string(args, "name")?;
-        let path_glob = optional_string(args, "path")?;
+        let (path, path_glob) = optional_scope(args)?;
         let limit =
             optional_integer(args, "limit", 1, MAX_USAGES_LIMIT)?.unwrap_or(DEFAULT_USAGES_LIMIT);
         let offset = optional_integer(args, "offset", 0, MAX_USAGES_OFFSET)?.unwrap_or(0);
@@ -105,6 +107,7 @@ impl AmanServer {
             limit: limit as u32,
             offset: offset as u32,
             projects,
+            path,
         };
         let reply = self
             .link

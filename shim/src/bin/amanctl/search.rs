@@ -74,6 +74,7 @@ pub async fn search(args: SearchArgs) -> ExitCode {
             .map(|value| value.get_name().to_string())
             .unwrap_or_default(),
         projects: args.projects.clone(),
+        path: None,
     };
     let reply = match link
         .call(|mut client| {
