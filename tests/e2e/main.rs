@@ -19,6 +19,7 @@ mod recovery;
 mod security;
 mod semantic;
 mod service;
+mod setup;
 mod status;
 mod usages;
 mod watch;

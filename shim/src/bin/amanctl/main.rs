@@ -1,6 +1,6 @@
 //! `amanctl`: diagnostics and set-up for amanmcp. `amanctl status [--json]`, `amanctl stop`,
 //! `amanctl search QUERY [PATH]`, `amanctl logs [-n N] [--follow]`,
-//! `amanctl setup claude|cursor|vscode|codex`, `amanctl doctor`, `amanctl service`,
+//! `amanctl setup [CLIENT|--all]`, `amanctl doctor`, `amanctl service`,
 //! `amanctl projects [forget ROOT...]`, `amanctl gc`, `amanctl http enable|disable|status|token`.
 
 mod doctor;
@@ -11,6 +11,7 @@ mod progress;
 mod projects;
 mod search;
 mod service;
+mod setup;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -78,24 +79,10 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Register amanmcp in an AI client's MCP configuration: the project's file (or the
-    /// user's, `--global`), merged, other servers and settings kept.
-    Setup {
-        /// The client.
-        #[arg(value_enum)]
-        client: amanmcp::setup::Client,
-        /// Project root (default: the current directory's project).
-        path: Option<std::path::PathBuf>,
-        /// The user's configuration instead of the project's.
-        #[arg(long)]
-        global: bool,
-        /// Print the configuration it would write instead of writing it.
-        #[arg(long)]
-        print: bool,
-        /// Machine-readable output.
-        #[arg(long)]
-        json: bool,
-    },
+    /// Register amanmcp in AI clients' MCP configurations (the project's file, or the
+    /// user's with `--global` or where the client has none), edited in place. Without a
+    /// client: list the clients found on this machine; `--all` registers in each.
+    Setup(setup::SetupArgs),
     /// List the projects the daemon has indexed, with their sizes; `forget ROOT` drops one.
     Projects {
         #[command(subcommand)]
@@ -193,13 +180,7 @@ fn main() -> ExitCode {
             Command::Search(args) => search::search(args).await,
             Command::Doctor { json } => doctor::doctor(json).await,
             Command::Service { command } => service::service(command),
-            Command::Setup {
-                client,
-                path,
-                global,
-                print,
-                json,
-            } => setup(client, path.as_deref(), global, print, json),
+            Command::Setup(args) => setup::setup(args),
             Command::Projects { command, json } => match command {
                 None => projects::list(json).await,
                 Some(projects::ProjectsCommand::Forget { roots, json: j }) => {
@@ -454,59 +435,6 @@ async fn index(path: Option<std::path::PathBuf>, no_wait: bool) -> ExitCode {
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
-}
-
-fn setup(
-    client: amanmcp::setup::Client,
-    path: Option<&std::path::Path>,
-    global: bool,
-    print: bool,
-    as_json: bool,
-) -> ExitCode {
-    use amanmcp::setup;
-    let run = || -> Result<(setup::Plan, bool), String> {
-        // A global setup names no project; a project's setup goes to the project every
-        // other entry point would use.
-        let root = if global {
-            std::env::current_dir().map_err(|e| e.to_string())?
-        } else {
-            project_root(path)?
-        };
-        let home = std::env::var_os("HOME")
-            .map(std::path::PathBuf::from)
-            .ok_or("HOME is not set")?;
-        // The shim beside this amanctl, so the client needs nothing on its PATH.
-        let binary = amanmcp::link::installed_beside("amanmcp")
-            .unwrap_or_else(|| std::path::PathBuf::from("amanmcp"));
-        let file = setup::config_path(client, &root, global, &home).map_err(|e| e.to_string())?;
-        let plan = setup::plan(client, &file, &binary).map_err(|e| e.to_string())?;
-        let written = !print && !plan.unchanged;
-        if written {
-            setup::write(&plan).map_err(|e| e.to_string())?;
-        }
-        Ok((plan, written))
-    };
-    match run() {
-        Ok((plan, written)) => {
-            if as_json {
-                println!(
-                    "{}",
-                    json!({"path": plan.path, "written": written, "unchanged": plan.unchanged, "content": if print { Some(&plan.content) } else { None }})
-                );
-            } else if print {
-                print!("{}", plan.content);
-            } else if written {
-                println!("amanmcp registered in {}", plan.path.display());
-            } else {
-                println!("{} already registers amanmcp", plan.path.display());
-            }
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("amanctl: {e}");
-            ExitCode::FAILURE
-        }
-    }
 }
 
 async fn stop() -> ExitCode {
