@@ -158,6 +158,66 @@ pub fn project_text(status: &pb::ProjectStatus) -> String {
     text
 }
 
+/// One project in one line, as `amanctl status` lists them: state (with progress while
+/// indexing or embedding), root, size, how changes are seen; then, indented, an error or
+/// notice when there is one.
+pub fn project_line(status: &pb::ProjectStatus) -> String {
+    let state = state_name(status.state);
+    let progress = match (&status.vectors, state) {
+        (_, "indexing") if status.files_total > 0 && status.files_done < status.files_total => {
+            format!(
+                "  {}% of files ({}/{})",
+                status.files_done * 100 / status.files_total,
+                status.files_done,
+                status.files_total
+            )
+        }
+        (Some(v), _) if v.pending > 0 => {
+            let total = v.embedded + v.pending;
+            let mut out = format!("  vectors {}%", v.embedded * 100 / total.max(1));
+            if v.rate > 0.0 {
+                out.push_str(&format!(
+                    ", ~{:.0} s left",
+                    (v.pending as f64 / v.rate).ceil()
+                ));
+            }
+            out
+        }
+        (None, _) => "  keyword only".to_string(),
+        _ => String::new(),
+    };
+    let mut line = format!(
+        "{state:<9} {}  {} files, {} chunks, {}{progress}",
+        status.root,
+        status.files,
+        status.chunks,
+        human_bytes(status.index_bytes),
+    );
+    if let Some(error) = &status.last_error {
+        line.push_str(&format!("\n          error: {error}"));
+    }
+    if let Some(notice) = &status.notice {
+        line.push_str(&format!("\n          {notice}"));
+    }
+    line
+}
+
+/// `seconds` as people say it: `42s`, `5m 3s`, `2h 10m`, `3d 4h`.
+pub fn human_duration(seconds: u64) -> String {
+    let (d, h, m, s) = (
+        seconds / 86_400,
+        seconds / 3600 % 24,
+        seconds / 60 % 60,
+        seconds % 60,
+    );
+    match (d, h, m) {
+        (0, 0, 0) => format!("{s}s"),
+        (0, 0, _) => format!("{m}m {s}s"),
+        (0, _, _) => format!("{h}h {m}m"),
+        _ => format!("{d}d {h}h"),
+    }
+}
+
 /// `n` bytes in binary units: `12.3 MiB`.
 pub fn human_bytes(n: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];

@@ -57,19 +57,51 @@ fn amanctl_status_reports_projects_in_text_and_json() {
     assert_eq!(project["files"], 2);
     assert!(project["chunks"].as_u64().unwrap() >= 2);
     assert!(project["index_bytes"].as_u64().unwrap() > 0);
+    // One line per project: state, root, size; the header says the rest in two.
     let text = env.command("amanctl").arg("status").output().unwrap();
-    let text = String::from_utf8_lossy(&text.stdout);
+    let text = String::from_utf8_lossy(&text.stdout).to_string();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "{text}");
+    assert!(
+        lines[0].contains("running") && lines[0].contains("pid") && lines[0].contains("uptime"),
+        "{text}"
+    );
+    assert!(lines[1].contains("socket"), "{text}");
+    assert_eq!(lines[2], "1 project:", "{text}");
+    assert!(lines[3].trim_start().starts_with("ready"), "{text}");
+    assert!(
+        lines[3].contains(root.to_str().unwrap()) && lines[3].contains("2 files"),
+        "{text}"
+    );
+    // `-v`: each project in full.
+    let verbose = env
+        .command("amanctl")
+        .args(["status", "-v"])
+        .output()
+        .unwrap();
+    let verbose = String::from_utf8_lossy(&verbose.stdout);
     for needle in [
-        "running",
-        "pid:",
-        "uptime:",
-        "socket:",
         root.to_str().unwrap(),
-        "ready",
         "Last error: none",
+        "Watching:",
+        "Semantic:",
     ] {
-        assert!(text.contains(needle), "{needle:?} missing from:\n{text}");
+        assert!(
+            verbose.contains(needle),
+            "{needle:?} missing from:\n{verbose}"
+        );
     }
+    // `index` and `verify` speak JSON for scripts: stdout is one JSON value.
+    let ran = env.amanctl(&["index", root.to_str().unwrap(), "--json"]);
+    assert!(ran.ok(), "{}", ran.text());
+    let indexed: serde_json::Value = serde_json::from_str(&ran.stdout).expect(&ran.stdout);
+    assert_eq!(indexed["state"], "ready", "{indexed}");
+    assert_eq!(indexed["files"], 2, "{indexed}");
+    let ran = env.amanctl(&["verify", root.to_str().unwrap(), "--json"]);
+    assert!(ran.ok(), "{}", ran.text());
+    let verified: serde_json::Value = serde_json::from_str(&ran.stdout).expect(&ran.stdout);
+    assert_eq!(verified["ok"], true, "{verified}");
+    assert_eq!(verified["files"], 2, "{verified}");
     drop(shim);
     let _ = daemon.kill();
     let _ = daemon.wait();

@@ -34,6 +34,9 @@ struct Args {
 enum Command {
     /// Show whether the daemon runs, and every project it serves. Exit 1 if it is down.
     Status {
+        /// Every project in full (files skipped, last pass, watching, embedder).
+        #[arg(long, short = 'v')]
+        verbose: bool,
         /// Machine-readable output.
         #[arg(long)]
         json: bool,
@@ -46,12 +49,18 @@ enum Command {
         /// Return at once instead of waiting for the index to be ready.
         #[arg(long)]
         no_wait: bool,
+        /// Machine-readable output (the project's status once the wait ends).
+        #[arg(long)]
+        json: bool,
     },
     /// Wait for a project's indexing pass, then check that its index agrees with itself and
     /// with the files on disk. Exit 1 on any problem.
     Verify {
         /// Project root.
         path: Option<std::path::PathBuf>,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
     },
     /// Search a project (default: the current directory's) as an agent would, with
     /// ripgrep-like output; `--json` for scripts.
@@ -172,9 +181,13 @@ fn main() -> ExitCode {
     };
     runtime.block_on(async move {
         match args.command {
-            Command::Status { json } => status(json).await,
-            Command::Index { path, no_wait } => index(path, no_wait).await,
-            Command::Verify { path } => verify(path).await,
+            Command::Status { verbose, json } => status(verbose, json).await,
+            Command::Index {
+                path,
+                no_wait,
+                json,
+            } => index(path, no_wait, json).await,
+            Command::Verify { path, json } => verify(path, json).await,
             Command::Stop => stop().await,
             Command::Logs { lines, follow } => logs::logs(lines, follow).await,
             Command::Search(args) => search::search(args).await,
@@ -214,7 +227,7 @@ async fn daemon_status(socket: &std::path::Path) -> Result<pb::StatusReply, Stri
     }
 }
 
-async fn status(as_json: bool) -> ExitCode {
+async fn status(verbose: bool, as_json: bool) -> ExitCode {
     let socket = match endpoint::socket_path() {
         Ok(s) => s,
         Err(e) => {
@@ -252,15 +265,21 @@ async fn status(as_json: bool) -> ExitCode {
             })
         );
     } else {
-        println!("amanmcpd: running");
-        println!("  version: {}", reply.version);
-        println!("  pid:     {}", reply.pid);
-        println!("  uptime:  {:.1}s", reply.uptime_ms as f64 / 1000.0);
-        println!("  socket:  {}", reply.socket_path);
-        println!("  data:    {}", reply.data_dir);
-        println!("projects: {}", reply.projects.len());
+        println!(
+            "amanmcpd {}: running (pid {}, uptime {})",
+            reply.version,
+            reply.pid,
+            status::human_duration(reply.uptime_ms / 1000)
+        );
+        println!("  socket {}, data {}", reply.socket_path, reply.data_dir);
+        println!("{}:", counted(reply.projects.len(), "project"));
         for p in &reply.projects {
-            for line in status::project_text(p).lines() {
+            let text = if verbose {
+                status::project_text(p)
+            } else {
+                status::project_line(p)
+            };
+            for line in text.lines() {
                 println!("  {line}");
             }
         }
@@ -298,7 +317,7 @@ fn project_link(
     ))
 }
 
-async fn verify(path: Option<std::path::PathBuf>) -> ExitCode {
+async fn verify(path: Option<std::path::PathBuf>, as_json: bool) -> ExitCode {
     let (root, link) = match project_link(path.as_deref()) {
         Ok(pair) => pair,
         Err(e) => {
@@ -318,6 +337,18 @@ async fn verify(path: Option<std::path::PathBuf>) -> ExitCode {
         })
         .await;
     match reply {
+        Ok(reply) if as_json => {
+            println!(
+                "{}",
+                json!({"root": root, "ok": reply.ok, "files": reply.files, "chunks": reply.chunks,
+                       "documents": reply.docs, "problems": reply.problems})
+            );
+            if reply.ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
         Ok(reply) => {
             println!(
                 "{}: {} files, {} chunks, {} documents",
@@ -342,7 +373,7 @@ async fn verify(path: Option<std::path::PathBuf>) -> ExitCode {
     }
 }
 
-async fn index(path: Option<std::path::PathBuf>, no_wait: bool) -> ExitCode {
+async fn index(path: Option<std::path::PathBuf>, no_wait: bool, as_json: bool) -> ExitCode {
     let (root, link) = match project_link(path.as_deref()) {
         Ok(pair) => pair,
         Err(e) => {
@@ -360,7 +391,9 @@ async fn index(path: Option<std::path::PathBuf>, no_wait: bool) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    println!("indexing {root}");
+    if !as_json {
+        println!("indexing {root}");
+    }
     let started_passes = status.passes;
     // An embedder that keeps failing does not hold the command forever: keyword search is
     // ready, and the vectors come once the embedder answers.
@@ -412,6 +445,15 @@ async fn index(path: Option<std::path::PathBuf>, no_wait: bool) -> ExitCode {
         }
     };
     progress.borrow().finish();
+    if as_json {
+        let mut out = status::project_json(&status);
+        out["seconds"] = json!(started.elapsed().as_secs_f64());
+        println!("{out}");
+        return match status.last_error {
+            Some(_) => ExitCode::FAILURE,
+            None => ExitCode::SUCCESS,
+        };
+    }
     println!(
         "{}: {} files, {} chunks, index {} (source {}) in {:.1}s",
         state_name(status.state),
