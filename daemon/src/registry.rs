@@ -17,6 +17,19 @@ const FORGET_WAIT: Duration = Duration::from_secs(10);
 /// How long a complete project must go unused before it is reopened to compact its index.
 const SETTLE: Duration = Duration::from_secs(10);
 
+/// A project with an index under the data directory.
+#[derive(Debug, Clone)]
+pub struct Indexed {
+    /// Its root.
+    pub root: PathBuf,
+    /// Bytes of its index on disk.
+    pub bytes: u64,
+    /// Loaded in the daemon now.
+    pub loaded: bool,
+    /// When its index was last written.
+    pub last_written: Option<std::time::SystemTime>,
+}
+
 /// Loaded projects.
 pub struct Registry {
     data_dir: PathBuf,
@@ -189,9 +202,8 @@ impl Registry {
             .clone()
     }
 
-    /// Every project with an index under the data directory: root, bytes on disk, whether
-    /// it is loaded. Sorted by root.
-    pub fn indexed(&self) -> Vec<(PathBuf, u64, bool)> {
+    /// Every project with an index under the data directory. Sorted by root.
+    pub fn indexed(&self) -> Vec<Indexed> {
         // The loaded roots, then the lock is let go: measuring directories takes a while.
         let loaded: std::collections::HashSet<PathBuf> = self
             .projects
@@ -204,9 +216,12 @@ impl Registry {
             .into_iter()
             .map(|root| {
                 let dir = crate::index::project_dir(&self.data_dir, &root);
-                let bytes = crate::index::lexical::dir_size(&dir);
-                let is_loaded = loaded.contains(&root);
-                (root, bytes, is_loaded)
+                Indexed {
+                    bytes: crate::index::lexical::dir_size(&dir),
+                    loaded: loaded.contains(&root),
+                    last_written: crate::index::last_written(&dir),
+                    root,
+                }
             })
             .collect()
     }

@@ -532,11 +532,15 @@ impl amanmcp_proto::Daemon for RpcService {
         Ok(Response::new(pb::ProjectsReply {
             projects: indexed
                 .into_iter()
-                .map(|(root, bytes, loaded)| pb::IndexedProject {
-                    root_exists: root.is_dir(),
-                    root: root.to_string_lossy().to_string(),
-                    bytes,
-                    loaded,
+                .map(|project| pb::IndexedProject {
+                    root_exists: project.root.is_dir(),
+                    root: project.root.to_string_lossy().to_string(),
+                    bytes: project.bytes,
+                    loaded: project.loaded,
+                    last_written_ms: project
+                        .last_written
+                        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                        .map_or(0, |d| d.as_millis() as u64),
                 })
                 .collect(),
         }))

@@ -244,6 +244,12 @@ fn amanctl_http_enable_serves_http_from_the_next_daemon_start() {
 fn the_status_page_follows_a_project_live_in_headless_chromium() {
     let env = TestEnv::new();
     let root = env.project("watched", &[("app.py", "def handler():\n    return 1\n")]);
+    // A project indexed by an earlier daemon: on disk, not loaded by this one.
+    let other = env.project("earlier", &[("old.py", "def old():\n    return 0\n")]);
+    let mut first = env.start_daemon();
+    assert!(env.amanctl_on(&other, &["index"]).ok());
+    env.stop_daemon();
+    first.wait().unwrap();
     let (mut daemon, addr, token) = env.start_http_daemon();
     let indexed = env.amanctl_on(&root, &["index"]);
     assert!(indexed.ok(), "{}", indexed.text());
@@ -259,7 +265,11 @@ fn the_status_page_follows_a_project_live_in_headless_chromium() {
     let shot = artifacts.join("status-page.png");
     let _ = std::fs::remove_file(&shot);
     let url = format!("http://{addr}/status?token={token}");
-    let args = [url.as_str(), shot.to_str().unwrap()];
+    let args = [
+        url.as_str(),
+        shot.to_str().unwrap(),
+        other.to_str().unwrap(),
+    ];
     env.run_client(&node(), "browser_status.mjs", &root, &args, None);
     let png = std::fs::read(&shot).expect("the screenshot is kept");
     assert!(

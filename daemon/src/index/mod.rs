@@ -125,6 +125,20 @@ pub fn indexed_roots(data_dir: &Path) -> Vec<PathBuf> {
     roots
 }
 
+/// When anything under `dir` (an index) was last written: the newest modification time of
+/// its files.
+pub fn last_written(dir: &Path) -> Option<std::time::SystemTime> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter_map(|entry| match entry.file_type() {
+            Ok(t) if t.is_dir() => last_written(&entry.path()),
+            Ok(_) => entry.metadata().and_then(|m| m.modified()).ok(),
+            Err(_) => None,
+        })
+        .max()
+}
+
 /// `data_dir/projects/<name>-<hash of root>`: never inside the user's tree.
 pub fn project_dir(data_dir: &Path, root: &Path) -> PathBuf {
     let hash = xxhash_rust::xxh3::xxh3_64(root.as_os_str().as_encoded_bytes());

@@ -1,5 +1,5 @@
 //! What the HTTP endpoint shows people and monitoring: `/status` (a page that follows every
-//! loaded project live), `/status.json` (what the page reads) and `/metrics` (Prometheus'
+//! indexed project live: progress bars while indexing and embedding, embedder, last activity), `/status.json` (what the page reads) and `/metrics` (Prometheus'
 //! text format, from the daemon's `Metrics` RPC). All behind the same [`super::guard`].
 
 use std::sync::Arc;
@@ -30,15 +30,33 @@ pub async fn page() -> Response {
     response
 }
 
-/// `/status.json`: the daemon and every loaded project.
+/// `/status.json`: the daemon, every loaded project in full, and every other project it has
+/// indexed (`state: "not loaded"`), each with when its index was last written.
 pub async fn status_json(State(link): State<Arc<DaemonLink>>) -> Response {
     let reply = link
-        .call(|mut client| async move { client.status(pb::StatusRequest {}).await })
+        .call(|mut client| async move {
+            let status = client.status(pb::StatusRequest {}).await?.into_inner();
+            let indexed = client.projects(pb::ProjectsRequest {}).await?.into_inner();
+            Ok((status, indexed))
+        })
         .await;
     match reply {
-        Ok(reply) => {
-            let reply = reply.into_inner();
-            let projects: Vec<_> = reply.projects.iter().map(status::project_json).collect();
+        Ok((reply, indexed)) => {
+            let mut projects: Vec<_> = reply.projects.iter().map(status::project_json).collect();
+            for project in &indexed.projects {
+                let written = (project.last_written_ms > 0).then_some(project.last_written_ms);
+                match projects
+                    .iter_mut()
+                    .find(|p| p["root"] == project.root.as_str())
+                {
+                    Some(loaded) => loaded["last_written_ms"] = json!(written),
+                    None => projects.push(json!({
+                        "root": project.root, "state": "not loaded",
+                        "index_bytes": project.bytes, "root_exists": project.root_exists,
+                        "last_written_ms": written,
+                    })),
+                }
+            }
             let body = json!({
                 "version": reply.version,
                 "pid": reply.pid,
