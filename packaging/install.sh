@@ -17,8 +17,8 @@ echo "installed amanmcpd, amanmcp and amanctl into $bindir"
 "$bindir/amanctl" stop >/dev/null 2>&1 && sleep 0.5 || true
 "$bindir/amanctl" index "$target"
 echo
-echo "Register it with your AI client (merged into its config; other servers are kept):"
-echo "  $bindir/amanctl setup claude $target     # or cursor, vscode, codex"
+echo "Register it with your AI clients (their files edited in place; other servers kept):"
+(cd "$target" && "$bindir/amanctl" setup) || true
 echo "Start the daemon at login (optional; clients start it on demand):"
 echo "  $bindir/amanctl service install"
 echo "Check everything:  $bindir/amanctl doctor"
