@@ -63,10 +63,13 @@ pub fn run(options: Options) -> anyhow::Result<()> {
             .map(serde_json::from_str)
             .collect::<Result<_, _>>()
             .with_context(|| format!("parsing {path}"))?;
+        // A mode is a key holding a scored answer (`{"ndcg": ..}`), not the query's fields
+        // (`repo`, `targets`, `tokens_to_first`, ...).
         let modes: BTreeSet<String> = entries
             .iter()
-            .flat_map(|e| e.as_object().into_iter().flat_map(|o| o.keys().cloned()))
-            .filter(|k| !["repo", "category", "query", "targets"].contains(&k.as_str()))
+            .flat_map(|e| e.as_object().into_iter().flatten())
+            .filter(|(_, v)| v.get("ndcg").is_some())
+            .map(|(k, _)| k.clone())
             .filter(|m| options.modes.is_empty() || options.modes.contains(m))
             .collect();
         for mode in &modes {

@@ -27,7 +27,8 @@ use std::collections::HashMap;
 use super::query;
 use crate::index::lexical::LexicalHit;
 use paths::{
-    is_secondary_path, names_file, path_parts, singular, spelled_by, stem_words, superseded,
+    is_secondary_path, module_directory, names_file, path_parts, singular, spelled_by, stem_of,
+    stem_words, superseded,
 };
 use text::{defines_in_text, is_reexport};
 
@@ -478,6 +479,18 @@ fn evidence(
     {
         factor *= tuned("FILE_NAMED", FILE_NAMED);
         why.push(format!("file named by `{acronym}`"));
+    }
+    // A module's own file beside its directory (`command.rb` beside `command/`, `de.rs`
+    // beside `de/`, `Encoding.hs` beside `Encoding/`) is named by its word however many
+    // files the word names below: the module answers before what it gathers.
+    else if profile
+        .words
+        .iter()
+        .any(|w| singular(w) == singular(&stem) || stem_of(w) == singular(&stem))
+        && view.has_directory(module_directory(&hit.path))
+    {
+        factor *= tuned("FILE_NAMED", FILE_NAMED);
+        why.push(format!("the module `{stem}` beside its directory"));
     }
     // A file whose whole name the query spells, word by word (`syslog handler` ->
     // `SyslogHandler.php`), more so the more words it takes (`HttpClientEngine` over

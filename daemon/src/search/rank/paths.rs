@@ -93,6 +93,15 @@ pub(super) fn spelled_by(query_words: &[String], stem_words: &[String]) -> bool 
         })
 }
 
+/// The directory a module file would gather (`lib/command.rb` -> `lib/command`).
+pub(super) fn module_directory(path: &str) -> &str {
+    let file_start = path.rfind('/').map_or(0, |i| i + 1);
+    match path[file_start..].find('.') {
+        Some(dot) if dot > 0 => &path[..file_start + dot],
+        _ => path,
+    }
+}
+
 /// Whether `path` lies in a version directory (`v3/`) beside a newer one (`v4/`), and the
 /// query does not name that version.
 pub(super) fn superseded(path: &str, query_words: &[String], view: &dyn IndexView) -> bool {

@@ -480,3 +480,43 @@ fn an_identifier_defined_as_typed_comes_before_other_cases() {
         .collect();
     assert_eq!(ranked, ["mix/tasks.ex", "lib/web.ex"]);
 }
+
+#[test]
+fn a_module_file_beside_its_directory_answers_for_the_module() {
+    // `command` names many files below (`commands/*_command.rb`), too many to name any; the
+    // module's own file beside `command/` is still the one the question is about.
+    let project = Project {
+        dirs: vec!["lib/rails/command"],
+        ..Project::default()
+    };
+    let hits = vec![
+        hit("lib/rails/commands/routes/routes_command.rb", 1.0),
+        hit("lib/rails/commands/server/server_command.rb", 0.95),
+        hit("lib/rails/commands/console/console_command.rb", 0.95),
+        hit("lib/rails/command.rb", 0.85),
+    ];
+    let ranked = rank(&Profile::new("command dispatch"), hits.clone(), &project);
+    assert_eq!(ranked[0].path, "lib/rails/command.rb", "{ranked:?}");
+    assert!(
+        ranked[0].why.iter().any(|w| w.contains("module")),
+        "{:?}",
+        ranked[0].why
+    );
+    // Without the directory beside it, it is one file among others.
+    let flat = order_in(&Project::default(), "command dispatch", hits);
+    assert_eq!(flat[0], "lib/rails/commands/routes/routes_command.rb");
+}
+
+#[test]
+fn module_directories_are_the_path_without_its_extension() {
+    assert_eq!(
+        module_directory("lib/rails/command.rb"),
+        "lib/rails/command"
+    );
+    assert_eq!(
+        module_directory("src/Data/Aeson/Encoding.hs"),
+        "src/Data/Aeson/Encoding"
+    );
+    assert_eq!(module_directory("de.rs"), "de");
+    assert_eq!(module_directory("src/.hidden"), "src/.hidden");
+}
