@@ -123,7 +123,7 @@ fn amanctl_index_starts_the_daemon_and_waits_until_ready() {
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(stdout.contains("ready: 1 files"), "{stdout}");
+    assert!(stdout.contains("ready: 1 file,"), "{stdout}");
     let (running, status) = env.status();
     assert!(running);
     assert_eq!(status["projects"][0]["state"], "ready");

@@ -9,6 +9,7 @@ mod daemon;
 mod hardening;
 mod http;
 mod index;
+mod install;
 mod lookup;
 mod mcp;
 mod mcp_client;

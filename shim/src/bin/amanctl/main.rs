@@ -455,10 +455,10 @@ async fn index(path: Option<std::path::PathBuf>, no_wait: bool, as_json: bool) -
         };
     }
     println!(
-        "{}: {} files, {} chunks, index {} (source {}) in {:.1}s",
+        "{}: {}, {}, index {} (source {}) in {:.1}s",
         state_name(status.state),
-        status.files,
-        status.chunks,
+        counted(status.files as usize, "file"),
+        counted(status.chunks as usize, "chunk"),
         human_bytes(status.index_bytes),
         human_bytes(status.source_bytes),
         started.elapsed().as_secs_f64()
