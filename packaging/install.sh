@@ -3,14 +3,14 @@
 # directory you ran it from (or PATH) and list the AI clients to register it with.
 #   bash install.sh [PATH]
 # Where the binaries come from, first that applies:
-#   - beside this script (an unpacked release archive: amanmcp-<target>.tar.xz);
+#   - beside this script (an unpacked release archive: amanmcpd-<target>.tar.xz);
 #   - this checkout, built with cargo (release profile, the lock file as committed);
 #   - the latest release, through its shell installer (needs curl).
 set -euo pipefail
 target="$(cd "${1:-$PWD}" && pwd)"
 here="$(cd "$(dirname "${BASH_SOURCE[0]:-$0}")" && pwd)"
 bindir="${CARGO_HOME:-$HOME/.cargo}/bin"
-release_installer="https://github.com/amanmcp/amanmcp/releases/latest/download/amanmcp-installer.sh"
+release_installer="https://github.com/amanmcp/amanmcp/releases/latest/download/amanmcpd-installer.sh"
 binaries=(amanmcpd amanmcp amanctl)
 
 have_all() { for b in "${binaries[@]}"; do [[ -x "$1/$b" ]] || return 1; done; }
@@ -21,7 +21,7 @@ if have_all "$here"; then
 elif [[ -f "$here/../Cargo.toml" ]] && command -v cargo >/dev/null; then
     repo="$(cd "$here/.." && pwd)"
     echo "building amanmcp from $repo (release; a few minutes on 2 cores)"
-    (cd "$repo" && cargo build --release --locked -p amanmcpd -p amanmcp)
+    (cd "$repo" && cargo build --release --locked -p amanmcpd)
     from="$repo/target/release"
 elif command -v curl >/dev/null; then
     echo "downloading the latest release"

@@ -204,3 +204,45 @@ fn a_pasted_issue_finds_the_code_not_the_test_it_quotes() {
         );
     }
 }
+
+#[test]
+fn a_module_file_answers_before_the_files_it_gathers() {
+    // `command` names too many files below to name any; `command.rb` beside `command/` is the
+    // module the question is about, though each subcommand repeats the words more.
+    let env = TestEnv::new();
+    let mut files: Vec<(String, String)> = ["routes", "server", "console", "runner", "test"]
+        .iter()
+        .map(|name| {
+            (
+                format!("lib/rails/commands/{name}/{name}_command.rb"),
+                format!(
+                    "module Rails\n  module Command\n    # The {name} command: dispatch its arguments.\n    class {name}Command < Base\n      def perform(*args)\n        dispatch_command(args) # command dispatch\n      end\n    end\n  end\nend\n"
+                ),
+            )
+        })
+        .collect();
+    files.push((
+        "lib/rails/command.rb".into(),
+        "module Rails\n  module Command\n    # Finds the command for a name and invokes it.\n    def self.invoke(full_namespace, args = [])\n      command = find_by_namespace(full_namespace)\n      command.perform(args)\n    end\n  end\nend\n".into(),
+    ));
+    files.push((
+        "lib/rails/command/base.rb".into(),
+        "module Rails\n  module Command\n    class Base\n      def self.perform(args)\n      end\n    end\n  end\nend\n".into(),
+    ));
+    let root = env.project("proj", &files);
+    let mut shim = Shim::start(&env, &root);
+    shim.initialize();
+    shim.search_until("invoke", "lib/rails/command.rb");
+    let reply = shim.call_tool(
+        "search",
+        json!({"query": "command dispatch", "mode": "lexical"}),
+    );
+    let found = paths(&reply);
+    assert_eq!(
+        found.first().map(String::as_str),
+        Some("lib/rails/command.rb"),
+        "{reply}"
+    );
+    let why = result_for(&reply, "lib/rails/command.rb").unwrap()["why"].to_string();
+    assert!(why.contains("module `command`"), "{why}");
+}

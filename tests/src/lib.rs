@@ -58,15 +58,7 @@ fn build_binaries() {
         };
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into());
         let out = Command::new(cargo)
-            .args([
-                "build",
-                "--bins",
-                "-p",
-                "amanmcpd",
-                "-p",
-                "amanmcp",
-                "--profile",
-            ])
+            .args(["build", "--bins", "-p", "amanmcpd", "--profile"])
             .arg(&profile)
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .output()
