@@ -216,14 +216,14 @@ fn a_module_file_answers_before_the_files_it_gathers() {
             (
                 format!("lib/rails/commands/{name}/{name}_command.rb"),
                 format!(
-                    "module Rails\n  module Command\n    # The {name} command: dispatch its arguments.\n    class {name}Command < Base\n      def perform(*args)\n        dispatch_command(args) # command dispatch\n      end\n    end\n  end\nend\n"
+                    "module Rails\n  module Command\n    # The {name} command dispatch.\n    class {name}Command < Base\n      def perform(*args)\n        run(args)\n      end\n    end\n  end\nend\n"
                 ),
             )
         })
         .collect();
     files.push((
         "lib/rails/command.rb".into(),
-        "module Rails\n  module Command\n    # Finds the command for a name and invokes it.\n    def self.invoke(full_namespace, args = [])\n      command = find_by_namespace(full_namespace)\n      command.perform(args)\n    end\n  end\nend\n".into(),
+        "module Rails\n  module Command\n    # Command dispatch: find one by name and invoke it.\n    def self.invoke(full_namespace, args = [])\n      found = find_by_namespace(full_namespace)\n      found.perform(args)\n    end\n  end\nend\n".into(),
     ));
     files.push((
         "lib/rails/command/base.rb".into(),
