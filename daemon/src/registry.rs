@@ -30,6 +30,15 @@ pub struct Indexed {
     pub last_written: Option<std::time::SystemTime>,
 }
 
+impl Indexed {
+    /// [`Indexed::last_written`] as Unix time in milliseconds (0: unknown).
+    pub fn last_written_ms(&self) -> u64 {
+        self.last_written
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_millis() as u64)
+    }
+}
+
 /// Loaded projects.
 pub struct Registry {
     data_dir: PathBuf,

@@ -344,10 +344,8 @@ impl amanmcp_proto::Daemon for RpcService {
         let req = request.into_inner();
         let registry = self.registry.clone();
         let started = Instant::now();
-        let call = format!(
-            "usages name={:?} glob={:?} path={:?}",
-            req.name, req.path_glob, req.path
-        );
+        let (name, glob, path) = (&req.name, &req.path_glob, &req.path);
+        let call = format!("usages name={name:?} glob={glob:?} path={path:?}");
         let found = blocking(move || {
             let params = UsagesParams {
                 name: req.name,
@@ -413,13 +411,10 @@ impl amanmcp_proto::Daemon for RpcService {
         let req = request.into_inner();
         let registry = self.registry.clone();
         let started = Instant::now();
-        let call = format!(
-            "similar path={:?} line={:?} symbol={:?} snippet_bytes={}",
-            req.path,
-            req.line,
-            req.symbol,
-            req.snippet.as_ref().map_or(0, String::len)
-        );
+        let (path, line, symbol) = (&req.path, req.line, &req.symbol);
+        let bytes = req.snippet.as_ref().map_or(0, String::len);
+        let call =
+            format!("similar path={path:?} line={line:?} symbol={symbol:?} snippet_bytes={bytes}");
         let outcome = blocking(move || {
             let mode = search_mode(&req.mode)?;
             let reference = match (req.path, req.line, req.symbol, req.snippet) {
@@ -537,10 +532,7 @@ impl amanmcp_proto::Daemon for RpcService {
                     root: project.root.to_string_lossy().to_string(),
                     bytes: project.bytes,
                     loaded: project.loaded,
-                    last_written_ms: project
-                        .last_written
-                        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                        .map_or(0, |d| d.as_millis() as u64),
+                    last_written_ms: project.last_written_ms(),
                 })
                 .collect(),
         }))
