@@ -77,7 +77,8 @@ impl Fusion {
     /// terms the semantic weight shrinks in proportion, to no less than a quarter.
     pub fn for_query(&self, n_terms: usize) -> Fusion {
         let scale = if n_terms > LONG_QUERY_TERMS {
-            (LONG_QUERY_TERMS as f32 / n_terms as f32).max(0.25)
+            (LONG_QUERY_TERMS as f32 / n_terms as f32)
+                .max(super::rank::tuned("LONG_QUERY_FLOOR", 0.25))
         } else {
             1.0
         };

@@ -174,15 +174,20 @@ impl Searcher<'_> {
             let (hits, total) = self.index.lexical.search(&lexical_query(0, depth))?;
             return Ok(ranked_page(hits, total, Semantic::NotUsed));
         }
+        // A pasted issue's vectors come from its title: the model reads its first 128
+        // tokens, and the start of an issue's body is a template or a traceback as often as
+        // it is the subject.
+        let meaning = match profile.kind {
+            rank::QueryKind::Issue if rank::tuned("ISSUE_TITLE_VECTORS", 1.0) > 0.5 => {
+                query::title(&params.query)
+            }
+            _ => params.query.as_str(),
+        };
         // The query's embedding and nearest neighbours (the slower half) run on a second
         // thread while this one searches BM25.
         let (semantic, lexical) = std::thread::scope(|scope| {
             let semantic = scope.spawn(|| {
-                self.semantic_ranking(
-                    |embedding| embedding.embed_query(&params.query),
-                    depth,
-                    &filters,
-                )
+                self.semantic_ranking(|embedding| embedding.embed_query(meaning), depth, &filters)
             });
             let lexical = match params.mode {
                 SearchMode::Semantic => Ok((Vec::new(), 0)),

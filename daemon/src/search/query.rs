@@ -99,7 +99,7 @@ pub const TITLE_WEIGHT: f32 = 3.0;
 /// Scale by [`TITLE_WEIGHT`] the terms of `text`'s first non-blank line (a pasted issue's
 /// title: its one-line summary, while the body adds logs, versions and reproduction steps).
 pub fn weight_title(terms: &mut [(String, f32)], text: &str) {
-    let title = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let title = title(text);
     let title_terms: std::collections::HashSet<String> =
         tokenizer::tokens(title).into_iter().collect();
     for (term, weight) in terms.iter_mut() {
@@ -107,6 +107,11 @@ pub fn weight_title(terms: &mut [(String, f32)], text: &str) {
             *weight *= TITLE_WEIGHT;
         }
     }
+}
+
+/// A text's first non-blank line: a pasted issue's title.
+pub fn title(text: &str) -> &str {
+    text.lines().find(|l| !l.trim().is_empty()).unwrap_or("")
 }
 
 /// How code abbreviates English words: each word starting with the first (`configured`,
@@ -269,6 +274,15 @@ pub fn path_mentions(text: &str) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_issue_title_is_its_first_non_blank_line() {
+        assert_eq!(
+            super::title("\n  \nParser drops unicode keys\n\nSteps: ..."),
+            "Parser drops unicode keys"
+        );
+        assert_eq!(super::title(""), "");
+    }
+
     use super::*;
 
     fn code(text: &str) -> Vec<String> {

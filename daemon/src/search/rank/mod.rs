@@ -78,7 +78,7 @@ const REPEAT_DAMPING: f32 = 0.6;
 /// cross-validation (`bench/cv-sweep.sh`). `PRIOR` is the exponent on the product of the
 /// rule factors (1: as the constants say; 0: retrieval order). Unset, every constant is as
 /// written here.
-fn tuned(name: &str, default: f32) -> f32 {
+pub(crate) fn tuned(name: &str, default: f32) -> f32 {
     static TUNED: std::sync::OnceLock<HashMap<String, f32>> = std::sync::OnceLock::new();
     let overrides = TUNED.get_or_init(|| {
         std::env::vars()
