@@ -5,6 +5,8 @@
 
 use std::collections::HashMap;
 
+use crate::index::lexical::LexicalHit;
+
 /// Which rankers a search uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SearchMode {
@@ -117,6 +119,26 @@ impl Fusion {
     }
 }
 
+/// Scale fused scores by each chunk's BM25 score over the best, to the power `shape`
+/// (chunks BM25 did not find: the lowest ratio), and re-sort: RRF's scores fall by rank
+/// alone, BM25's say how much better the first answers are. `bm25`: (chunk id, score).
+pub fn keep_lexical_gaps(hits: &mut [LexicalHit], bm25: &[(u64, f32)], shape: f32) {
+    let best = bm25.iter().map(|(_, s)| *s).fold(f32::EPSILON, f32::max);
+    let ratio: HashMap<u64, f32> = bm25
+        .iter()
+        .map(|(id, s)| (*id, (s / best).max(0.0)))
+        .collect();
+    let floor = ratio.values().copied().fold(1.0, f32::min);
+    for hit in hits.iter_mut() {
+        hit.score *= ratio
+            .get(&hit.chunk_id)
+            .copied()
+            .unwrap_or(floor)
+            .powf(shape);
+    }
+    hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+}
+
 /// Drop every hit that overlaps (same path, intersecting lines) a better one. `hits` are
 /// `(path, start, end)` best first; returns the indexes kept.
 pub fn without_overlaps<'a>(hits: impl Iterator<Item = (&'a str, u32, u32)>) -> Vec<usize> {
@@ -177,6 +199,33 @@ mod tests {
             ("a.rs", 11, 20),
         ];
         assert_eq!(without_overlaps(hits.iter().copied()), vec![0, 2, 3]);
+    }
+
+    #[test]
+    fn a_confident_bm25_answer_keeps_its_lead_through_fusion() {
+        let hit = |id: u64, score: f32| LexicalHit {
+            chunk_id: id,
+            path: format!("f{id}.py"),
+            start_line: 1,
+            end_line: 2,
+            language: "python".into(),
+            symbol: None,
+            kind: None,
+            score,
+            body: String::new(),
+            why: Vec::new(),
+            defines: Vec::new(),
+        };
+        // BM25: 1 far ahead of 2 and 3; the vectors put 3 first. RRF alone ties 1 and 3.
+        let bm25 = [(1, 30.0), (2, 6.0), (3, 5.0)];
+        let fused = Fusion::default().fuse(&[1, 2, 3], &[3, 4, 1]);
+        let mut hits: Vec<LexicalHit> = fused.iter().map(|(id, s)| hit(*id, *s)).collect();
+        keep_lexical_gaps(&mut hits, &bm25, 1.0);
+        let order: Vec<u64> = hits.iter().map(|h| h.chunk_id).collect();
+        assert_eq!(order, vec![1, 3, 2, 4]);
+        assert!(hits[0].score > 3.0 * hits[1].score);
+        // A chunk only the vectors found scores as the weakest BM25 match.
+        assert!((hits[3].score - 1.0 / 62.0 * (5.0 / 30.0)).abs() < 1e-6);
     }
 
     #[test]
