@@ -14,7 +14,11 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// The amanmcp daemon: indexes projects and serves code search over a Unix socket.
 #[derive(Parser)]
-#[command(name = "amanmcpd", version, about)]
+#[command(
+    name = "amanmcpd",
+    version,
+    about = "amanmcpd: the per-user daemon that owns project indexes and serves search over gRPC on a Unix socket."
+)]
 struct Args {
     /// Unix socket path (default: $AMANMCP_SOCKET or the per-user runtime directory).
     #[arg(long)]

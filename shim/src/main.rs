@@ -12,7 +12,11 @@ use rmcp::ServiceExt;
 
 /// amanmcp: local code search for AI coding agents (MCP over stdio).
 #[derive(Parser)]
-#[command(name = "amanmcp", version, about)]
+#[command(
+    name = "amanmcp",
+    version,
+    about = "amanmcp: the MCP server an AI client launches (stdio); it serves the project from amanmcpd."
+)]
 struct Args {
     #[command(subcommand)]
     command: Option<Command>,

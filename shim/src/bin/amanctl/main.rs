@@ -24,7 +24,11 @@ use serde_json::json;
 
 /// amanmcp diagnostics.
 #[derive(Parser)]
-#[command(name = "amanctl", version, about)]
+#[command(
+    name = "amanctl",
+    version,
+    about = "amanctl: status, indexing, search, setup and diagnostics for amanmcp."
+)]
 struct Args {
     #[command(subcommand)]
     command: Command,
