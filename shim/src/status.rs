@@ -32,22 +32,27 @@ pub fn embedding_json(vectors: &pb::VectorStatus) -> Value {
         "health": vectors.health,
         "from_shared_cache": vectors.from_shared_cache,
     });
-    if vectors.pending > 0 && vectors.rate > 0.0 {
-        out["eta_seconds"] = json!((vectors.pending as f64 / vectors.rate).ceil());
+    if let Some(eta) = eta_seconds(vectors) {
+        out["eta_seconds"] = json!(eta);
     }
     out
+}
+
+/// Seconds until every chunk has its vector at the current rate (`None`: nothing pending,
+/// or no rate yet).
+fn eta_seconds(vectors: &pb::VectorStatus) -> Option<f64> {
+    (vectors.pending > 0 && vectors.rate > 0.0)
+        .then(|| (vectors.pending as f64 / vectors.rate).ceil())
 }
 
 /// Embedding progress as words: `1200/3400 chunks embedded (85.2 chunks/s, ~27 s left)`.
 pub fn embedding_progress(vectors: &pb::VectorStatus) -> String {
     let total = vectors.embedded + vectors.pending;
     let mut out = format!("{}/{} chunks embedded", vectors.embedded, total);
-    if vectors.pending > 0 && vectors.rate > 0.0 {
-        let eta = vectors.pending as f64 / vectors.rate;
+    if let Some(eta) = eta_seconds(vectors) {
         out.push_str(&format!(
-            " ({:.1} chunks/s, ~{:.0} s left)",
-            vectors.rate,
-            eta.ceil()
+            " ({:.1} chunks/s, ~{eta:.0} s left)",
+            vectors.rate
         ));
     }
     out
@@ -158,8 +163,8 @@ pub fn project_text(status: &pb::ProjectStatus) -> String {
     text
 }
 
-/// One project in one line, as `amanctl status` lists them: state (with progress while
-/// indexing or embedding), root, size, how changes are seen; then, indented, an error or
+/// One project in one line, as `amanctl status` lists them: state, root, size, and progress
+/// while indexing or embedding (or that it is keyword only); then, indented, an error or
 /// notice when there is one.
 pub fn project_line(status: &pb::ProjectStatus) -> String {
     let state = state_name(status.state);
@@ -175,11 +180,8 @@ pub fn project_line(status: &pb::ProjectStatus) -> String {
         (Some(v), _) if v.pending > 0 => {
             let total = v.embedded + v.pending;
             let mut out = format!("  vectors {}%", v.embedded * 100 / total.max(1));
-            if v.rate > 0.0 {
-                out.push_str(&format!(
-                    ", ~{:.0} s left",
-                    (v.pending as f64 / v.rate).ceil()
-                ));
+            if let Some(eta) = eta_seconds(v) {
+                out.push_str(&format!(", ~{eta:.0} s left"));
             }
             out
         }

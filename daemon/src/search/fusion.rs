@@ -34,6 +34,10 @@ impl SearchMode {
 /// Queries with more distinct terms than this count as long (see [`Fusion::for_query`]).
 pub const LONG_QUERY_TERMS: usize = 16;
 
+/// The least share of its weight the semantic ranking keeps for a long query
+/// (`AMANMCP_RANK_LONG_QUERY_FLOOR`).
+const LONG_QUERY_FLOOR: f32 = 0.25;
+
 /// Fusion parameters (`AMANMCP_RRF_K`, `AMANMCP_WEIGHT_LEXICAL`, `AMANMCP_WEIGHT_SEMANTIC`).
 #[derive(Debug, Clone, Copy)]
 pub struct Fusion {
@@ -80,7 +84,7 @@ impl Fusion {
     pub fn for_query(&self, n_terms: usize) -> Fusion {
         let scale = if n_terms > LONG_QUERY_TERMS {
             (LONG_QUERY_TERMS as f32 / n_terms as f32)
-                .max(super::rank::tuned("LONG_QUERY_FLOOR", 0.25))
+                .max(super::rank::tuned("LONG_QUERY_FLOOR", LONG_QUERY_FLOOR))
         } else {
             1.0
         };

@@ -182,9 +182,7 @@ impl Searcher<'_> {
         // tokens, and the start of an issue's body is a template or a traceback as often as
         // it is the subject.
         let meaning = match profile.kind {
-            rank::QueryKind::Issue if rank::tuned("ISSUE_TITLE_VECTORS", 1.0) > 0.5 => {
-                query::title(&params.query)
-            }
+            rank::QueryKind::Issue => query::title(&params.query),
             _ => params.query.as_str(),
         };
         // The query's embedding and nearest neighbours (the slower half) run on a second
@@ -223,10 +221,11 @@ impl Searcher<'_> {
             rank::QueryKind::Issue => rank::tuned("ISSUE_LEXICAL_SHAPE", ISSUE_LEXICAL_SHAPE),
             _ => 0.0,
         };
-        let bm25: Vec<(u64, f32)> = lexical_hits.iter().map(|h| (h.chunk_id, h.score)).collect();
+        let bm25: Option<Vec<(u64, f32)>> =
+            (shape > 0.0).then(|| lexical_hits.iter().map(|h| (h.chunk_id, h.score)).collect());
         let (mut hits, total) =
             self.fused(lexical_hits, lexical_total as u64, &ranking, &fusion, None)?;
-        if shape > 0.0 {
+        if let Some(bm25) = bm25 {
             fusion::keep_lexical_gaps(&mut hits, &bm25, shape);
         }
         Ok(Found::page(

@@ -1,6 +1,7 @@
 //! What the HTTP endpoint shows people and monitoring: `/status` (a page that follows every
-//! indexed project live: progress bars while indexing and embedding, embedder, last activity), `/status.json` (what the page reads) and `/metrics` (Prometheus'
-//! text format, from the daemon's `Metrics` RPC). All behind the same [`super::guard`].
+//! indexed project live: progress bars while indexing and embedding, embedder, last
+//! activity), `/status.json` (what the page reads) and `/metrics` (Prometheus' text format,
+//! from the daemon's `Metrics` RPC). All behind the same [`super::guard`].
 
 use std::sync::Arc;
 

@@ -68,21 +68,25 @@ fn input(value: &Value) -> CstInputValue {
     }
 }
 
-/// `text` (TOML) with `[mcp_servers.amanmcp]` set to `command` and `args`, everything else
-/// (comments included) kept.
-pub fn toml(text: &str, command: &str, args: &[&str]) -> Result<String, String> {
+/// `text` (TOML) with `NAME` set to `command` and `args` in the table at `keys`
+/// (`[mcp_servers.amanmcp]`; tables created when missing), everything else (comments
+/// included) kept, as [`json`] does for JSON.
+pub fn toml(text: &str, keys: &[&str], command: &str, args: &[&str]) -> Result<String, String> {
     let mut doc: toml_edit::DocumentMut = text
         .parse()
         .map_err(|e: toml_edit::TomlError| e.to_string())?;
-    let servers = doc
-        .entry("mcp_servers")
-        .or_insert_with(|| {
-            let mut table = toml_edit::Table::new();
-            table.set_implicit(true);
-            toml_edit::Item::Table(table)
-        })
-        .as_table_mut()
-        .ok_or("`mcp_servers` is not a table")?;
+    let mut servers = doc.as_table_mut();
+    for key in keys {
+        servers = servers
+            .entry(key)
+            .or_insert_with(|| {
+                let mut table = toml_edit::Table::new();
+                table.set_implicit(true);
+                toml_edit::Item::Table(table)
+            })
+            .as_table_mut()
+            .ok_or_else(|| format!("`{key}` is not a table"))?;
+    }
     let same = servers
         .get(NAME)
         .and_then(|server| server.as_table())
@@ -161,7 +165,7 @@ mod tests {
     #[test]
     fn toml_keeps_comments_and_other_servers() {
         let text = "# my settings\nmodel = \"o3\"\n\n[mcp_servers.other]\ncommand = \"x\"\n";
-        let out = toml(text, "/b/amanmcp", &["serve"]).unwrap();
+        let out = toml(text, &["mcp_servers"], "/b/amanmcp", &["serve"]).unwrap();
         assert!(out.starts_with("# my settings\nmodel = \"o3\""), "{out}");
         let doc: toml_edit::DocumentMut = out.parse().unwrap();
         assert_eq!(doc["mcp_servers"]["other"]["command"].as_str(), Some("x"));
@@ -169,7 +173,10 @@ mod tests {
             doc["mcp_servers"][NAME]["command"].as_str(),
             Some("/b/amanmcp")
         );
-        assert_eq!(toml(&out, "/b/amanmcp", &["serve"]).unwrap(), out);
-        assert!(toml("[[broken", "a", &[]).is_err());
+        assert_eq!(
+            toml(&out, &["mcp_servers"], "/b/amanmcp", &["serve"]).unwrap(),
+            out
+        );
+        assert!(toml("[[broken", &["mcp_servers"], "a", &[]).is_err());
     }
 }

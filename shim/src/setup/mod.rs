@@ -232,12 +232,12 @@ impl Client {
                 json!({"type": "local", "command": command, "args": ["serve"], "tools": ["*"]}),
             ),
             // Codex's TOML has the same fields (see `edit::toml`).
+            Client::Codex => (&["mcp_servers"], plain),
             Client::Claude
             | Client::ClaudeDesktop
             | Client::Cursor
             | Client::Windsurf
             | Client::Gemini
-            | Client::Codex
             | Client::Kiro => (&["mcpServers"], plain),
         }
     }
@@ -298,7 +298,7 @@ pub fn plan(client: Client, path: &Path, scope: Scope, command: &str) -> Result<
     };
     let (keys, entry) = client.entry(command);
     let content = if client == Client::Codex {
-        edit::toml(&existing, command, &["serve"])
+        edit::toml(&existing, keys, command, &["serve"])
     } else {
         edit::json(&existing, keys, &entry)
     }
@@ -306,15 +306,11 @@ pub fn plan(client: Client, path: &Path, scope: Scope, command: &str) -> Result<
         path: path.to_path_buf(),
         reason,
     })?;
-    let key = match client {
-        Client::Codex => format!("mcp_servers.{NAME}"),
-        _ => format!("{}.{NAME}", keys.join(".")),
-    };
     Ok(Plan {
         client,
         path: path.to_path_buf(),
         scope,
-        key,
+        key: format!("{}.{NAME}", keys.join(".")),
         entry,
         unchanged: content == existing,
         content,

@@ -479,16 +479,15 @@ fn evidence(
     {
         factor *= tuned("FILE_NAMED", FILE_NAMED);
         why.push(format!("file named by `{acronym}`"));
-    }
-    // A module's own file beside its directory (`command.rb` beside `command/`, `de.rs`
-    // beside `de/`, `Encoding.hs` beside `Encoding/`) is named by its word however many
-    // files the word names below: the module answers before what it gathers.
-    else if profile
+    } else if profile
         .words
         .iter()
         .any(|w| singular(w) == singular(&stem) || stem_of(w) == singular(&stem))
         && view.has_directory(module_directory(&hit.path))
     {
+        // A module's own file beside its directory (`command.rb` beside `command/`, `de.rs`
+        // beside `de/`, `Encoding.hs` beside `Encoding/`) is named by its word however many
+        // files the word names below: the module answers before what it gathers.
         factor *= tuned("FILE_NAMED", FILE_NAMED);
         why.push(format!("the module `{stem}` beside its directory"));
     }

@@ -340,40 +340,35 @@ async fn verify(path: Option<std::path::PathBuf>, as_json: bool) -> ExitCode {
             }
         })
         .await;
-    match reply {
-        Ok(reply) if as_json => {
-            println!(
-                "{}",
-                json!({"root": root, "ok": reply.ok, "files": reply.files, "chunks": reply.chunks,
-                       "documents": reply.docs, "problems": reply.problems})
-            );
-            if reply.ok {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            }
-        }
-        Ok(reply) => {
-            println!(
-                "{}: {} files, {} chunks, {} documents",
-                if reply.ok { "ok" } else { "INCONSISTENT" },
-                reply.files,
-                reply.chunks,
-                reply.docs
-            );
-            for problem in &reply.problems {
-                println!("  {problem}");
-            }
-            if reply.ok {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            }
-        }
+    let reply = match reply {
+        Ok(reply) => reply,
         Err(e) => {
             eprintln!("amanctl: {e}");
-            ExitCode::FAILURE
+            return ExitCode::FAILURE;
         }
+    };
+    if as_json {
+        println!(
+            "{}",
+            json!({"root": root, "ok": reply.ok, "files": reply.files, "chunks": reply.chunks,
+                   "documents": reply.docs, "problems": reply.problems})
+        );
+    } else {
+        println!(
+            "{}: {} files, {} chunks, {} documents",
+            if reply.ok { "ok" } else { "INCONSISTENT" },
+            reply.files,
+            reply.chunks,
+            reply.docs
+        );
+        for problem in &reply.problems {
+            println!("  {problem}");
+        }
+    }
+    if reply.ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }
 

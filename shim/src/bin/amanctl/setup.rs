@@ -107,11 +107,11 @@ fn run(args: &SetupArgs) -> Result<ExitCode, String> {
             .collect();
         println!("{}", serde_json::Value::Array(items));
     } else if args.client.is_none() && !args.all {
-        list(&report);
+        list(&report, &places.home);
     } else {
         for outcome in &report {
             match outcome {
-                Ok((plan, written)) => say(plan, *written),
+                Ok((plan, written)) => say(plan, *written, &places.home),
                 Err(e) => eprintln!("amanctl: {e}"),
             }
         }
@@ -124,8 +124,8 @@ fn run(args: &SetupArgs) -> Result<ExitCode, String> {
 }
 
 /// One client's outcome, in words: only what changes.
-fn say(plan: &Plan, written: bool) {
-    let file = shown(&plan.path);
+fn say(plan: &Plan, written: bool, home: &Path) {
+    let file = tilde(&plan.path, home);
     if plan.unchanged {
         println!("{}: {file} already registers amanmcp", plan.client.label());
     } else if written {
@@ -145,7 +145,7 @@ fn say(plan: &Plan, written: bool) {
 }
 
 /// The clients found, each with its file and whether amanmcp is there, and what to run.
-fn list(report: &[Result<(Plan, bool), String>]) {
+fn list(report: &[Result<(Plan, bool), String>], home: &Path) {
     if report.is_empty() {
         let names: Vec<String> = setup::ALL.iter().map(|c| c.name()).collect();
         println!(
@@ -164,7 +164,7 @@ fn list(report: &[Result<(Plan, bool), String>]) {
                     "  {:<15} {:<15} {}  {}",
                     plan.client.name(),
                     plan.client.label(),
-                    shown(&plan.path),
+                    tilde(&plan.path, home),
                     if plan.unchanged {
                         "registered"
                     } else {
@@ -183,10 +183,9 @@ fn list(report: &[Result<(Plan, bool), String>]) {
     }
 }
 
-/// `path` with the home directory as `~`.
-fn shown(path: &Path) -> String {
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    match home.as_deref().and_then(|h| path.strip_prefix(h).ok()) {
+/// `path` with the home directory `home` as `~`.
+fn tilde(path: &Path, home: &Path) -> String {
+    match path.strip_prefix(home).ok() {
         Some(rest) => format!("~/{}", rest.display()),
         None => path.display().to_string(),
     }
