@@ -282,6 +282,7 @@ fn diff(
                                 language,
                                 chunks: chunked.chunks,
                                 symbols: chunked.symbols,
+                                refs: chunked.refs,
                             }))
                         }
                     }

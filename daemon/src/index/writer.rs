@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use crate::chunk::Chunk;
 use crate::chunk::syntax::Symbol;
+use crate::chunk::syntax::refs::FileRefs;
 use crate::error::IndexError;
 use crate::index::ProjectIndex;
 use crate::index::lexical::ChunkDoc;
@@ -52,6 +53,8 @@ pub struct FileUpdate {
     pub chunks: Vec<Chunk>,
     /// The file's symbols.
     pub symbols: Vec<Symbol>,
+    /// What the file refers to.
+    pub refs: FileRefs,
 }
 
 /// One instruction for the writer.
@@ -163,6 +166,7 @@ enum Staged {
         FileRecord,
         Vec<(u64, ChunkRecord)>,
         Vec<SymbolRecord>,
+        FileRefs,
     ),
     Touch(String, u64, u64),
     Remove(String),
@@ -287,8 +291,13 @@ impl Writer {
                 };
                 self.lexical_paths.insert(update.path.clone());
                 let symbols = update.symbols.iter().map(SymbolRecord::from).collect();
-                self.staged
-                    .push(Staged::Put(update.path, record, chunks, symbols));
+                self.staged.push(Staged::Put(
+                    update.path,
+                    record,
+                    chunks,
+                    symbols,
+                    update.refs,
+                ));
             }
             WriteOp::Touch {
                 path,
@@ -408,8 +417,8 @@ impl Writer {
         let mut n_vectors = 0;
         for staged in self.staged.drain(..) {
             match staged {
-                Staged::Put(path, record, chunks, symbols) => {
-                    txn.put_file(&path, &record, &chunks, &symbols)?
+                Staged::Put(path, record, chunks, symbols, refs) => {
+                    txn.put_file(&path, &record, &chunks, &symbols, &refs)?
                 }
                 Staged::Touch(path, size, mtime_ns) => txn.touch_file(&path, size, mtime_ns)?,
                 Staged::Remove(path) => txn.remove_file(&path)?,

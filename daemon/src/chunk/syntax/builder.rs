@@ -22,6 +22,7 @@ pub(super) struct Builder<'a> {
     pub(super) lines: &'a [&'a str],
     pub(super) segs: Vec<Seg>,
     pub(super) symbols: Vec<Symbol>,
+    pub(super) refs: refs::FileRefs,
 }
 
 thread_local! {
@@ -56,6 +57,7 @@ impl Builder<'_> {
             parser.parse(text, None)
         });
         let Some(tree) = tree else { return false };
+        self.refs = refs::extract(spec.name, tree.root_node(), text);
         let walker = Walker { spec, src: text };
         walker.container(
             self,
@@ -311,6 +313,7 @@ impl Builder<'_> {
         Chunked {
             chunks,
             symbols: self.symbols,
+            refs: self.refs,
         }
     }
 }

@@ -106,7 +106,11 @@ pub fn chunk_component(text: &str) -> Chunked {
         start = end;
     }
     chunks.sort_by_key(|c| c.start_line);
-    Chunked { chunks, symbols }
+    Chunked {
+        chunks,
+        symbols,
+        ..Default::default()
+    }
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ mod builder;
 mod components;
 mod languages;
 mod naming;
+pub mod refs;
 mod walker;
 
 use crate::chunk::{self, Chunk};
@@ -43,6 +44,8 @@ pub struct Chunked {
     pub chunks: Vec<Chunk>,
     /// Every definition found.
     pub symbols: Vec<Symbol>,
+    /// What the file refers to (calls, bases, imports).
+    pub refs: refs::FileRefs,
 }
 
 /// Items longer than this are split (containers into members, others into windows).
@@ -80,6 +83,7 @@ pub fn chunk_file(language: &str, text: &str) -> Chunked {
         lines: &lines,
         segs: Vec::new(),
         symbols: Vec::new(),
+        refs: Default::default(),
     };
     let parsed = if language == "markdown" {
         builder.markdown();
@@ -93,7 +97,7 @@ pub fn chunk_file(language: &str, text: &str) -> Chunked {
     if !parsed {
         return Chunked {
             chunks: chunk::line_windows(text),
-            symbols: Vec::new(),
+            ..Default::default()
         };
     }
     builder.finish()

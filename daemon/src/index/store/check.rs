@@ -49,6 +49,9 @@ impl Store {
             for item in self.file_symbols.iter(rtxn)? {
                 item?;
             }
+            for item in self.file_refs.iter(rtxn)? {
+                item?;
+            }
             for item in self.dirty.iter(rtxn)? {
                 item?;
                 tally.dirty += 1;

@@ -7,6 +7,7 @@ use std::borrow::Cow;
 use heed::{BoxedError, BytesDecode, BytesEncode};
 
 use super::records::{ChunkRecord, FileRecord, SymbolRecord};
+use crate::chunk::syntax::refs::{FileRefs, Import, RefKind, Reference};
 
 struct Writer(Vec<u8>);
 
@@ -195,6 +196,69 @@ impl<'a> BytesDecode<'a> for SymbolsCodec {
     }
 }
 
+/// [`FileRefs`]: the references (name, line, kind, receiver), then the imports (module,
+/// name, local name, line).
+pub enum RefsCodec {}
+
+impl<'a> BytesEncode<'a> for RefsCodec {
+    type EItem = FileRefs;
+    fn bytes_encode(item: &'a FileRefs) -> Result<Cow<'a, [u8]>, BoxedError> {
+        let mut w = Writer(Vec::with_capacity(
+            item.refs.len() * 24 + item.imports.len() * 40,
+        ));
+        w.u32(item.refs.len() as u32);
+        for r in &item.refs {
+            w.str(&r.name);
+            w.u32(r.line);
+            w.0.push(match r.kind {
+                RefKind::Call => 0,
+                RefKind::Inherit => 1,
+            });
+            w.opt_str(r.receiver.as_deref());
+        }
+        w.u32(item.imports.len() as u32);
+        for i in &item.imports {
+            w.str(&i.module);
+            w.opt_str(i.name.as_deref());
+            w.str(&i.local);
+            w.u32(i.line);
+        }
+        Ok(Cow::Owned(w.0))
+    }
+}
+
+impl<'a> BytesDecode<'a> for RefsCodec {
+    type DItem = FileRefs;
+    fn bytes_decode(bytes: &'a [u8]) -> Result<FileRefs, BoxedError> {
+        let mut r = Reader(bytes);
+        let n = r.u32()? as usize;
+        let mut refs = Vec::with_capacity(n.min(1 << 16));
+        for _ in 0..n {
+            refs.push(Reference {
+                name: r.string()?,
+                line: r.u32()?,
+                kind: match r.u8()? {
+                    0 => RefKind::Call,
+                    1 => RefKind::Inherit,
+                    _ => return Err(Corrupt.into()),
+                },
+                receiver: r.opt_string()?,
+            });
+        }
+        let n = r.u32()? as usize;
+        let mut imports = Vec::with_capacity(n.min(1 << 16));
+        for _ in 0..n {
+            imports.push(Import {
+                module: r.string()?,
+                name: r.opt_string()?,
+                local: r.string()?,
+                line: r.u32()?,
+            });
+        }
+        Ok(FileRefs { refs, imports })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -232,5 +296,15 @@ mod tests {
         }];
         let bytes = SymbolsCodec::bytes_encode(&symbols).unwrap();
         assert_eq!(SymbolsCodec::bytes_decode(&bytes).unwrap(), symbols);
+        let refs = crate::chunk::syntax::chunk_file(
+            "python",
+            "from .a import b as c\nclass K(Base):\n    def f(self):\n        self.g(c(1))\n",
+        )
+        .refs;
+        assert_eq!(refs.refs.len(), 3);
+        assert_eq!(refs.imports.len(), 1);
+        let bytes = RefsCodec::bytes_encode(&refs).unwrap();
+        assert_eq!(RefsCodec::bytes_decode(&bytes).unwrap(), refs);
+        assert!(RefsCodec::bytes_decode(&bytes[..bytes.len() - 1]).is_err());
     }
 }

@@ -15,6 +15,7 @@ mod codec;
 mod compact;
 mod keys;
 mod records;
+mod symbols;
 mod vectors;
 
 use std::collections::HashMap;
@@ -23,10 +24,11 @@ use std::path::{Path, PathBuf};
 use heed::types::{Bytes, Str, U64, Unit};
 use heed::{CommitOrAbort, Database, Env, EnvOpenOptions, RoTxn, RwTxn};
 
+pub use crate::chunk::syntax::refs::FileRefs;
 use crate::error::IndexError;
 pub use ann::Error as AnnError;
 pub use check::Tally;
-use codec::{ChunkCodec, FileCodec, SymbolsCodec};
+use codec::{ChunkCodec, FileCodec, RefsCodec, SymbolsCodec};
 pub use records::{ChunkRecord, EmbeddedChunk, FileRecord, SymbolRecord, VectorState};
 pub(crate) use vectors::{bytes_vector, vector_bytes};
 
@@ -45,6 +47,8 @@ pub mod db_name {
     pub const DIRTY: &str = "dirty";
     /// Relative path -> the file's symbols.
     pub const FILE_SYMBOLS: &str = "file_symbols";
+    /// Relative path -> what the file refers to (calls, bases, imports).
+    pub const FILE_REFS: &str = "file_refs";
     /// `lowercase name \0 path` -> (): which files define a name.
     pub const SYMBOL_INDEX: &str = "symbol_index";
     /// hannoy's database: chunk vectors (item id = chunk id), cosine distance.
@@ -103,6 +107,7 @@ pub struct Store {
     chunks: Database<'static, BeU64, ChunkCodec>,
     dirty: Database<'static, Str, Unit>,
     file_symbols: Database<'static, Str, SymbolsCodec>,
+    file_refs: Database<'static, Str, RefsCodec>,
     symbol_index: Database<'static, Str, Unit>,
     vectors: ann::Database,
     embed_cache: Database<'static, BeU64, Bytes>,
@@ -139,6 +144,7 @@ impl Store {
             chunks,
             dirty,
             file_symbols,
+            file_refs,
             symbol_index,
             vectors,
             cache,
@@ -154,6 +160,8 @@ impl Store {
                 let dirty = opener.create_database::<Str, Unit>(wtxn, Some(db_name::DIRTY))?;
                 let file_symbols = opener
                     .create_database::<Str, SymbolsCodec>(wtxn, Some(db_name::FILE_SYMBOLS))?;
+                let file_refs =
+                    opener.create_database::<Str, RefsCodec>(wtxn, Some(db_name::FILE_REFS))?;
                 let symbol_index =
                     opener.create_database::<Str, Unit>(wtxn, Some(db_name::SYMBOL_INDEX))?;
                 let vectors = opener.create_database::<ann::KeyCodec, ann::NodeCodec>(
@@ -174,6 +182,7 @@ impl Store {
                     chunks,
                     dirty,
                     file_symbols,
+                    file_refs,
                     symbol_index,
                     vectors,
                     cache,
@@ -192,6 +201,7 @@ impl Store {
             chunks,
             dirty,
             file_symbols,
+            file_refs,
             symbol_index,
             vectors,
             embed_cache: cache,
@@ -396,44 +406,6 @@ impl Store {
         })
     }
 
-    /// The symbols of `path`.
-    pub fn symbols_of(&self, path: &str) -> Result<Vec<SymbolRecord>, IndexError> {
-        self.read(|rtxn| {
-            Ok(self
-                .file_symbols
-                .get(rtxn, &keys::key(path))?
-                .unwrap_or_default())
-        })
-    }
-
-    /// Every (path, symbol) whose bare name equals `name`, ignoring case.
-    pub fn symbols_named(&self, name: &str) -> Result<Vec<(String, SymbolRecord)>, IndexError> {
-        let name = name.to_lowercase();
-        let prefix = format!("{name}\0");
-        self.read(|rtxn| {
-            let mut paths = Vec::new();
-            for item in self
-                .symbol_index
-                .prefix_iter(rtxn, keys::scan_prefix(&prefix))?
-            {
-                let (key, ()) = item?;
-                if let Some(path) = self.long_keys.full(rtxn, key)?.strip_prefix(&prefix) {
-                    paths.push(path.to_string());
-                }
-            }
-            let mut out = Vec::new();
-            for path in paths {
-                let symbols = self.file_symbols.get(rtxn, &keys::key(&path))?;
-                for symbol in symbols.unwrap_or_default() {
-                    if symbol.name.to_lowercase() == name {
-                        out.push((path.clone(), symbol));
-                    }
-                }
-            }
-            Ok(out)
-        })
-    }
-
     /// Bytes used on disk by the environment.
     pub fn disk_size(&self) -> u64 {
         self.env.real_disk_size().unwrap_or(0)
@@ -512,6 +484,7 @@ impl<'s> StoreTxn<'s> {
                 }
                 store.file_symbols.delete(wtxn, &key)?;
             }
+            store.file_refs.delete(wtxn, &key)?;
             let Some(old) = store.files.get(wtxn, &key)? else {
                 return Ok(());
             };
@@ -539,6 +512,7 @@ impl<'s> StoreTxn<'s> {
         record: &FileRecord,
         chunks: &[(u64, ChunkRecord)],
         symbols: &[SymbolRecord],
+        refs: &FileRefs,
     ) -> Result<(), IndexError> {
         self.remove_file(path)?;
         self.write(|store, wtxn| {
@@ -550,6 +524,9 @@ impl<'s> StoreTxn<'s> {
                     store.symbol_index.put(wtxn, &symbol_key, &())?;
                 }
                 store.file_symbols.put(wtxn, &key, symbols)?;
+            }
+            if !refs.refs.is_empty() || !refs.imports.is_empty() {
+                store.file_refs.put(wtxn, &key, refs)?;
             }
             // No vector is written here: the ANN graph is rebuilt by vector commits only, so
             // a saved file stays cheap to commit. The worker serves cached text without

@@ -1,0 +1,440 @@
+//! A file's outgoing references, read from the same tree the chunker walks: calls (with the
+//! receiver written before the name, if any), base classes and implemented traits, and the
+//! imports that bind names (Python, JavaScript/TypeScript, Rust, Go). What they refer to is
+//! decided at query time, by `search::graph`: this module only records what is written.
+//!
+//! One walk over every node. Call shapes are recognised by node kinds shared across the
+//! grammars (`call`, `call_expression`, `method_invocation`, `invocation_expression`, ...);
+//! the callee's name is the last identifier of the called expression, the receiver the text
+//! before it (`self`, `os.path`, `Foo::`).
+
+use tree_sitter::Node;
+
+use super::builder::node_text;
+
+/// What a reference does with the name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RefKind {
+    /// A call, a constructor call or a macro invocation.
+    Call,
+    /// A base class, an extended interface, an implemented trait.
+    Inherit,
+}
+
+/// One reference to a name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reference {
+    /// The name as written (the last segment).
+    pub name: String,
+    /// Line (1-based).
+    pub line: u32,
+    /// What is done with it.
+    pub kind: RefKind,
+    /// The expression before the name, separators dropped (`self`, `os.path`, `Vec`), if
+    /// any; cut to [`MAX_RECEIVER_BYTES`].
+    pub receiver: Option<String>,
+}
+
+/// One name an import binds: `from a.b import c as d` binds `d` to `c` of module `a.b`;
+/// `import a.b` binds `a.b` (no name); `import * as ns from "./x"` binds `ns`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Import {
+    /// The module as written (`a.b`, `.util`, `./util`, `crate::a::b`, `github.com/x/y`).
+    pub module: String,
+    /// The imported name (`*` for all of them); `None` when the module itself is bound.
+    pub name: Option<String>,
+    /// The local name it is bound to.
+    pub local: String,
+    /// Line (1-based).
+    pub line: u32,
+}
+
+/// A file's references and imports.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FileRefs {
+    /// References in source order.
+    pub refs: Vec<Reference>,
+    /// Imports in source order.
+    pub imports: Vec<Import>,
+}
+
+/// Receivers are kept up to this many bytes (a long chained expression says little more).
+pub const MAX_RECEIVER_BYTES: usize = 80;
+/// References kept per file at most (a generated file of a million calls is not a graph).
+const MAX_REFS: usize = 50_000;
+
+/// Nodes that call what their function part names.
+const CALLS: &[&str] = &[
+    "call",
+    "call_expression",
+    "method_invocation",
+    "invocation_expression",
+    "function_call_expression",
+    "member_call_expression",
+    "scoped_call_expression",
+    "method_call_expression",
+    "new_expression",
+    "object_creation_expression",
+    "macro_invocation",
+];
+
+/// Fields of a call node that hold what is called, tried in order.
+const CALLEE_FIELDS: &[&str] = &["function", "constructor", "macro", "type"];
+/// Fields of a call node that hold the called name itself when the receiver is apart
+/// (Java's `method_invocation`, Ruby's `call`, PHP's member calls).
+const NAME_FIELDS: &[&str] = &["name", "method"];
+/// Fields holding that receiver.
+const RECEIVER_FIELDS: &[&str] = &["object", "receiver", "scope"];
+/// Fields of a member expression holding the member's name.
+const MEMBER_FIELDS: &[&str] = &["property", "attribute", "field", "name"];
+
+fn is_identifier(kind: &str) -> bool {
+    kind.ends_with("identifier") && !kind.starts_with("scoped") && !kind.starts_with("qualified")
+        || matches!(kind, "name" | "constant" | "word")
+}
+
+/// Everything `root` (parsed as `language`) refers to.
+pub fn extract(language: &str, root: Node<'_>, src: &str) -> FileRefs {
+    let mut out = FileRefs::default();
+    let mut cursor = root.walk();
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        if out.refs.len() >= MAX_REFS {
+            break;
+        }
+        let kind = node.kind();
+        if CALLS.contains(&kind) {
+            if let Some((name, receiver)) = callee(node, src) {
+                out.refs
+                    .push(reference(name, node, RefKind::Call, receiver));
+            }
+        } else {
+            imports(language, node, src, &mut out.imports);
+            inherits(language, node, src, &mut out.refs);
+        }
+        // Children in reverse, so nodes pop in source order.
+        let start = stack.len();
+        stack.extend(node.named_children(&mut cursor));
+        stack[start..].reverse();
+    }
+    out
+}
+
+fn reference(name: &str, node: Node<'_>, kind: RefKind, receiver: Option<&str>) -> Reference {
+    Reference {
+        name: name.to_string(),
+        line: node.start_position().row as u32 + 1,
+        kind,
+        receiver: receiver.map(cut_receiver).filter(|r| !r.is_empty()),
+    }
+}
+
+/// The receiver without its trailing separator and outer whitespace, cut to its last
+/// [`MAX_RECEIVER_BYTES`].
+fn cut_receiver(receiver: &str) -> String {
+    let trimmed = receiver
+        .trim()
+        .trim_end_matches(['.', ':', '?', '!', '&'])
+        .trim_end_matches("->")
+        .trim();
+    let mut start = trimmed.len().saturating_sub(MAX_RECEIVER_BYTES);
+    while !trimmed.is_char_boundary(start) {
+        start += 1;
+    }
+    trimmed[start..].to_string()
+}
+
+/// The called name and the receiver written before it.
+fn callee<'s>(call: Node<'_>, src: &'s str) -> Option<(&'s str, Option<&'s str>)> {
+    for field in NAME_FIELDS {
+        if let Some(name) = call.child_by_field_name(field)
+            && is_identifier(name.kind())
+            && call.child_by_field_name("function").is_none()
+        {
+            let receiver = RECEIVER_FIELDS
+                .iter()
+                .find_map(|f| call.child_by_field_name(f))
+                .map(|r| node_text(r, src));
+            return Some((node_text(name, src), receiver));
+        }
+    }
+    let function = CALLEE_FIELDS
+        .iter()
+        .find_map(|f| call.child_by_field_name(f))
+        .or_else(|| call.named_child(0))?;
+    named(function, src, 0)
+}
+
+/// The last identifier of an expression naming something, and the text before it.
+fn named<'s>(node: Node<'_>, src: &'s str, depth: usize) -> Option<(&'s str, Option<&'s str>)> {
+    if depth > 4 {
+        return None;
+    }
+    let kind = node.kind();
+    if is_identifier(kind) {
+        return Some((node_text(node, src), None));
+    }
+    if kind.starts_with("generic") {
+        let inner = node
+            .child_by_field_name("function")
+            .or_else(|| node.child_by_field_name("type"))
+            .or_else(|| node.named_child(0))?;
+        return named(inner, src, depth + 1);
+    }
+    let member = MEMBER_FIELDS
+        .iter()
+        .find_map(|f| node.child_by_field_name(f))
+        .or_else(|| {
+            // Kotlin's `navigation_expression`, Swift's: the last named child.
+            let count = node.named_child_count();
+            let last = node.named_child(u32::try_from(count.checked_sub(1)?).ok()?)?;
+            (count > 1).then_some(last)
+        })?;
+    let (name, _) = named(member, src, depth + 1)?;
+    let before = src.get(node.start_byte()..member.start_byte())?;
+    Some((name, Some(before)))
+}
+
+/// The names an import statement binds.
+fn imports(language: &str, node: Node<'_>, src: &str, out: &mut Vec<Import>) {
+    let line = node.start_position().row as u32 + 1;
+    let text = |n: Node<'_>| node_text(n, src).to_string();
+    let mut push = |module: String, name: Option<String>, local: String| {
+        out.push(Import {
+            module,
+            name,
+            local,
+            line,
+        })
+    };
+    match (language, node.kind()) {
+        ("python", "import_statement") => {
+            let mut cursor = node.walk();
+            for child in node.children_by_field_name("name", &mut cursor) {
+                match child.kind() {
+                    "aliased_import" => {
+                        let (Some(module), Some(alias)) = (
+                            child.child_by_field_name("name"),
+                            child.child_by_field_name("alias"),
+                        ) else {
+                            continue;
+                        };
+                        push(text(module), None, text(alias));
+                    }
+                    _ => push(text(child), None, text(child)),
+                }
+            }
+        }
+        ("python", "import_from_statement") => {
+            let Some(module) = node.child_by_field_name("module_name") else {
+                return;
+            };
+            let module = text(module);
+            let mut cursor = node.walk();
+            let mut any = false;
+            for child in node.children_by_field_name("name", &mut cursor) {
+                any = true;
+                let (name, local) = match child.kind() {
+                    "aliased_import" => (
+                        child.child_by_field_name("name").map(text),
+                        child.child_by_field_name("alias").map(text),
+                    ),
+                    _ => (Some(text(child)), Some(text(child))),
+                };
+                if let (Some(name), Some(local)) = (name, local) {
+                    push(module.clone(), Some(name), local);
+                }
+            }
+            let mut cursor = node.walk();
+            let wildcard = node
+                .named_children(&mut cursor)
+                .any(|c| c.kind() == "wildcard_import");
+            if wildcard || !any {
+                push(module, Some("*".into()), "*".into());
+            }
+        }
+        ("javascript" | "typescript" | "tsx", "import_statement" | "export_statement") => {
+            let Some(source) = node.child_by_field_name("source") else {
+                return;
+            };
+            let module = text(source).trim_matches(['"', '\'', '`']).to_string();
+            let mut cursor = node.walk();
+            for child in node.named_children(&mut cursor) {
+                js_clause(child, src, &module, &mut push);
+            }
+        }
+        ("rust", "use_declaration") => {
+            if let Some(argument) = node.child_by_field_name("argument") {
+                rust_use(argument, src, "", &mut push);
+            }
+        }
+        ("go", "import_spec") => {
+            let Some(path) = node.child_by_field_name("path") else {
+                return;
+            };
+            let module = text(path).trim_matches(['"', '`']).to_string();
+            let local = node
+                .child_by_field_name("name")
+                .map(text)
+                .unwrap_or_else(|| module.rsplit('/').next().unwrap_or_default().to_string());
+            push(module, None, local);
+        }
+        _ => {}
+    }
+}
+
+/// The bindings of one part of a JS/TS import or re-export.
+fn js_clause(
+    node: Node<'_>,
+    src: &str,
+    module: &str,
+    push: &mut impl FnMut(String, Option<String>, String),
+) {
+    let text = |n: Node<'_>| node_text(n, src).to_string();
+    match node.kind() {
+        "import_clause" => {
+            let mut cursor = node.walk();
+            for child in node.named_children(&mut cursor) {
+                js_clause(child, src, module, push);
+            }
+        }
+        // `import x from`: the module's default export, bound to `x`.
+        "identifier" => push(module.into(), Some("default".into()), text(node)),
+        "namespace_import" | "namespace_export" => {
+            let mut cursor = node.walk();
+            let local = node
+                .named_children(&mut cursor)
+                .last()
+                .map(text)
+                .unwrap_or_else(|| "*".into());
+            push(module.into(), None, local);
+        }
+        "named_imports" | "export_clause" => {
+            let mut cursor = node.walk();
+            for spec in node.named_children(&mut cursor) {
+                let Some(name) = spec.child_by_field_name("name") else {
+                    continue;
+                };
+                let local = spec.child_by_field_name("alias").unwrap_or(name);
+                push(module.into(), Some(text(name)), text(local));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The bindings of a Rust `use` tree under `prefix`.
+fn rust_use(
+    node: Node<'_>,
+    src: &str,
+    prefix: &str,
+    push: &mut impl FnMut(String, Option<String>, String),
+) {
+    let join = |a: &str, b: &str| match (a.is_empty(), b.is_empty()) {
+        (true, _) => b.to_string(),
+        (_, true) => a.to_string(),
+        _ => format!("{a}::{b}"),
+    };
+    let text = |n: Node<'_>| node_text(n, src).to_string();
+    match node.kind() {
+        "scoped_identifier" => {
+            let path = node
+                .child_by_field_name("path")
+                .map(text)
+                .unwrap_or_default();
+            if let Some(name) = node.child_by_field_name("name") {
+                let name = text(name);
+                push(join(prefix, &path), Some(name.clone()), name);
+            }
+        }
+        "identifier" | "crate" | "super" | "self" => {
+            let name = text(node);
+            push(prefix.to_string(), Some(name.clone()), name);
+        }
+        "use_as_clause" => {
+            let (Some(path), Some(alias)) = (
+                node.child_by_field_name("path"),
+                node.child_by_field_name("alias"),
+            ) else {
+                return;
+            };
+            let full = join(prefix, &text(path));
+            let (module, name) = full.rsplit_once("::").unwrap_or(("", &full));
+            push(module.to_string(), Some(name.to_string()), text(alias));
+        }
+        "use_wildcard" => {
+            let mut cursor = node.walk();
+            let path = node.named_children(&mut cursor).next().map(text);
+            push(
+                join(prefix, &path.unwrap_or_default()),
+                Some("*".into()),
+                "*".into(),
+            );
+        }
+        "scoped_use_list" => {
+            let path = node
+                .child_by_field_name("path")
+                .map(text)
+                .unwrap_or_default();
+            let prefix = join(prefix, &path);
+            if let Some(list) = node.child_by_field_name("list") {
+                rust_use(list, src, &prefix, push);
+            }
+        }
+        "use_list" => {
+            let mut cursor = node.walk();
+            for child in node.named_children(&mut cursor) {
+                rust_use(child, src, prefix, push);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Base classes, extended interfaces and implemented traits named at `node`.
+fn inherits(language: &str, node: Node<'_>, src: &str, out: &mut Vec<Reference>) {
+    let bases: Vec<Node<'_>> = match (language, node.kind()) {
+        ("python", "class_definition") => node
+            .child_by_field_name("superclasses")
+            .map(|list| {
+                let mut cursor = list.walk();
+                list.named_children(&mut cursor).collect()
+            })
+            .unwrap_or_default(),
+        ("javascript" | "typescript" | "tsx", "extends_clause" | "implements_clause")
+        | ("java", "superclass" | "super_interfaces" | "extends_interfaces")
+        | ("csharp", "base_list")
+        | ("kotlin", "delegation_specifier") => {
+            let mut cursor = node.walk();
+            node.named_children(&mut cursor).collect()
+        }
+        ("javascript", "class_heritage") => {
+            let mut cursor = node.walk();
+            node.named_children(&mut cursor).collect()
+        }
+        ("rust", "impl_item") => node.child_by_field_name("trait").into_iter().collect(),
+        _ => return,
+    };
+    for base in bases {
+        // `type_list` and friends hold the names one level down.
+        let names: Vec<Node<'_>> = if base.kind().ends_with("list") {
+            let mut cursor = base.walk();
+            base.named_children(&mut cursor).collect()
+        } else {
+            vec![base]
+        };
+        for name in names {
+            // Keyword arguments (`metaclass=...`) and type arguments name no base.
+            if name.kind().starts_with("keyword") || name.kind().ends_with("arguments") {
+                continue;
+            }
+            if let Some((name, receiver)) = named(name, src, 0) {
+                out.push(reference(name, node, RefKind::Inherit, receiver));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "refs_tests.rs"]
+mod tests;

@@ -1,0 +1,135 @@
+use super::*;
+use crate::chunk::syntax::chunk_file;
+
+fn refs(language: &str, text: &str) -> FileRefs {
+    chunk_file(language, text).refs
+}
+
+/// `name@line` or `receiver.name@line` for each call.
+fn calls(found: &FileRefs) -> Vec<String> {
+    found
+        .refs
+        .iter()
+        .filter(|r| r.kind == RefKind::Call)
+        .map(|r| match &r.receiver {
+            Some(receiver) => format!("{receiver}.{}@{}", r.name, r.line),
+            None => format!("{}@{}", r.name, r.line),
+        })
+        .collect()
+}
+
+fn imports(found: &FileRefs) -> Vec<String> {
+    found
+        .imports
+        .iter()
+        .map(|i| {
+            format!(
+                "{}|{}|{}",
+                i.module,
+                i.name.as_deref().unwrap_or("-"),
+                i.local
+            )
+        })
+        .collect()
+}
+
+fn bases(found: &FileRefs) -> Vec<&str> {
+    found
+        .refs
+        .iter()
+        .filter(|r| r.kind == RefKind::Inherit)
+        .map(|r| r.name.as_str())
+        .collect()
+}
+
+#[test]
+fn python_calls_imports_and_bases() {
+    let found = refs(
+        "python",
+        "import os.path\nimport numpy as np\nfrom .util import load, save as store\nfrom pkg.mod import *\n\nclass A(Base, mixins.Logged, metaclass=Meta):\n    def run(self):\n        self.step(os.path.join('a', 'b'))\n        return load(np.array([1]))\n",
+    );
+    assert_eq!(
+        imports(&found),
+        [
+            "os.path|-|os.path",
+            "numpy|-|np",
+            ".util|load|load",
+            ".util|save|store",
+            "pkg.mod|*|*"
+        ]
+    );
+    assert_eq!(
+        calls(&found),
+        ["self.step@8", "os.path.join@8", "load@9", "np.array@9"]
+    );
+    assert_eq!(bases(&found), ["Base", "Logged"]);
+}
+
+#[test]
+fn typescript_calls_imports_and_reexports() {
+    let found = refs(
+        "typescript",
+        "import Default, { parse, format as fmt } from './text';\nimport * as path from \"node:path\";\nexport { Router } from './router';\nclass Server extends Base implements Listener {\n  start() { this.listen(fmt(parse(x))); return new Router(path.join('a')); }\n}\n",
+    );
+    assert_eq!(
+        imports(&found),
+        [
+            "./text|default|Default",
+            "./text|parse|parse",
+            "./text|format|fmt",
+            "node:path|-|path",
+            "./router|Router|Router"
+        ]
+    );
+    assert_eq!(
+        calls(&found),
+        [
+            "this.listen@5",
+            "fmt@5",
+            "parse@5",
+            "Router@5",
+            "path.join@5"
+        ]
+    );
+    assert_eq!(bases(&found), ["Base", "Listener"]);
+}
+
+#[test]
+fn rust_calls_use_trees_and_traits() {
+    let found = refs(
+        "rust",
+        "use crate::index::{store::Store, writer::{self, Writer as W}};\nuse super::*;\nuse std::fmt;\n\nimpl fmt::Display for Store {\n    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {\n        let w = W::open(helper::<u8>(1));\n        self.flush();\n        write!(f, \"{}\", w.len())\n    }\n}\n",
+    );
+    assert_eq!(
+        imports(&found),
+        [
+            "crate::index::store|Store|Store",
+            "crate::index::writer|self|self",
+            "crate::index::writer|Writer|W",
+            "super|*|*",
+            "std|fmt|fmt"
+        ]
+    );
+    // A macro's arguments are tokens to tree-sitter: `w.len()` inside `write!` is not seen.
+    assert_eq!(
+        calls(&found),
+        ["W.open@7", "helper@7", "self.flush@8", "write@9"]
+    );
+    assert_eq!(bases(&found), ["Display"]);
+}
+
+#[test]
+fn go_and_java_calls() {
+    let go = refs(
+        "go",
+        "package main\n\nimport (\n\t\"fmt\"\n\tlog \"github.com/x/logging\"\n)\n\nfunc main() {\n\tfmt.Println(run(1))\n\tlog.Info(\"x\")\n}\n",
+    );
+    assert_eq!(imports(&go), ["fmt|-|fmt", "github.com/x/logging|-|log"]);
+    assert_eq!(calls(&go), ["fmt.Println@9", "run@9", "log.Info@10"]);
+    let java = refs(
+        "java",
+        "class A extends B implements C {\n  void f() { helper(); this.g(); new D().h(); }\n}\n",
+    );
+    assert_eq!(calls(&java), ["helper@2", "this.g@2", "new D().h@2", "D@2"]);
+    assert_eq!(bases(&java), ["B", "C"]);
+}
