@@ -127,7 +127,7 @@ pub fn run(options: Options) -> anyhow::Result<()> {
             })
             .collect();
         let mut txn = store.write_txn()?;
-        txn.put_file(&path, &file, &chunks, &[])?;
+        txn.put_file(&path, &file, &chunks, &[], &Default::default())?;
         txn.put_vectors(&items)?;
         txn.commit(first + group.len() as u64)?;
     }

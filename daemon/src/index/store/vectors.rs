@@ -499,7 +499,8 @@ mod tests {
             chunk_ids: (0..n).collect(),
         };
         let mut txn = store.write_txn().unwrap();
-        txn.put_file("a.rs", &file, &chunks, &[]).unwrap();
+        txn.put_file("a.rs", &file, &chunks, &[], &Default::default())
+            .unwrap();
         let items: Vec<EmbeddedChunk> = (0..n)
             .map(|id| EmbeddedChunk {
                 chunk_id: id,
