@@ -6,6 +6,7 @@
 //! path or symbol; [`usages`] lists where a name is defined and used.
 
 pub mod fusion;
+pub mod graph;
 pub mod label;
 pub mod lookup;
 pub mod query;

@@ -50,4 +50,9 @@ impl Store {
             Ok(out)
         })
     }
+
+    /// The language recorded for an indexed file.
+    pub fn language_of(&self, path: &str) -> Result<Option<String>, IndexError> {
+        self.read(|rtxn| Ok(self.files.get(rtxn, &keys::key(path))?.map(|f| f.language)))
+    }
 }

@@ -1,0 +1,264 @@
+//! The code graph: who calls a definition (`callers`), what it calls (`callees`), what a
+//! change reaches (`impact`), and how one definition reaches another (`trace`).
+//!
+//! Built at query time from what the index keeps per file (its symbols, and its calls,
+//! bases and imports read by `chunk::syntax::refs`), so it is exactly as fresh as the
+//! index and costs nothing to keep. Each edge is labelled: **resolved** by a scope rule
+//! (`resolve`), **ambiguous** with its candidates, or, for callees, **unresolved** (outside
+//! the project or dynamic). Calls of the name that resolve nowhere are counted, never
+//! dropped silently: "no callers" is only said when no call of the name is left unexplained.
+
+pub mod diff;
+pub mod modules;
+pub mod resolve;
+#[cfg(test)]
+mod tests;
+mod walk;
+
+use resolve::{Def, GraphView};
+pub use walk::Walk;
+
+use super::Searcher;
+use crate::chunk::syntax::refs::FileRefs;
+use crate::error::{Error, IndexError, UserError};
+use crate::index::ProjectIndex;
+use crate::index::store::SymbolRecord;
+
+/// Deepest a walk goes.
+pub const MAX_DEPTH: u32 = 5;
+/// Files read for one name at most.
+const MAX_FILES: usize = 5_000;
+/// Links kept per request at most; beyond it the answer says it is incomplete.
+const MAX_LINKS: usize = 2_000;
+/// Unresolved calls listed by example (all are counted).
+const MAX_EXAMPLES: usize = 10;
+
+/// How sure a link is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Label {
+    Resolved,
+    Ambiguous,
+    Unresolved,
+}
+
+impl Label {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Label::Resolved => "resolved",
+            Label::Ambiguous => "ambiguous",
+            Label::Unresolved => "unresolved",
+        }
+    }
+}
+
+/// One call (or base class) from `from` to `to`.
+#[derive(Debug, Clone)]
+pub struct Link {
+    /// The calling definition (a `file` definition for code at a file's top level).
+    pub from: Def,
+    /// The definition called, when known.
+    pub to: Option<Def>,
+    /// The name as called.
+    pub name: String,
+    /// The call site.
+    pub path: String,
+    pub line: u32,
+    pub label: Label,
+    /// The rule that resolved it, or why it is unresolved.
+    pub rule: String,
+    /// What an ambiguous call may mean.
+    pub candidates: Vec<Def>,
+    /// Steps from the asked definitions (1 = direct).
+    pub depth: u32,
+    /// A base class rather than a call.
+    pub inherits: bool,
+}
+
+/// A call of the asked name that resolved to nothing in the project.
+#[derive(Debug, Clone)]
+pub struct Unexplained {
+    pub path: String,
+    pub line: u32,
+    pub why: String,
+}
+
+/// A definition a change reaches.
+#[derive(Debug, Clone)]
+pub struct Impacted {
+    pub def: Def,
+    /// Steps from the nearest changed definition.
+    pub distance: u32,
+    /// Links into it from what the change reaches.
+    pub fan_in: u32,
+    /// Whether it is a test.
+    pub test: bool,
+    /// The weakest label on the way from the change.
+    pub label: Label,
+}
+
+/// A graph answer.
+#[derive(Debug, Clone, Default)]
+pub struct GraphAnswer {
+    /// The definitions asked about (for `impact`: those the change touches).
+    pub targets: Vec<Def>,
+    /// When the asked name has several definitions and none was chosen: them, and nothing
+    /// else (ask again with a qualified name or `path`).
+    pub choices: Vec<Def>,
+    pub links: Vec<Link>,
+    /// Calls of the asked names resolved to nothing in the project, in all.
+    pub unexplained: usize,
+    pub unexplained_examples: Vec<Unexplained>,
+    /// `impact`: what the change reaches, nearest first.
+    pub impacted: Vec<Impacted>,
+    /// `trace`: paths as indices into `links`.
+    pub paths: Vec<Vec<usize>>,
+    /// Whether every file and link was read.
+    pub complete: bool,
+}
+
+/// A graph request.
+#[derive(Debug, Clone, Default)]
+pub struct GraphParams {
+    /// Bare or qualified names (`impact` takes several; the others one).
+    pub symbols: Vec<String>,
+    /// `trace`: the definition to reach.
+    pub to: Option<String>,
+    /// A file or directory the asked definition is in.
+    pub within: Option<String>,
+    /// Levels to walk (1..=5).
+    pub depth: u32,
+    /// `impact`: `git diff` arguments naming the change (empty: the working tree against
+    /// HEAD); used when `symbols` is empty.
+    pub diff: Option<String>,
+}
+
+impl GraphView for ProjectIndex {
+    fn symbols_of(&self, path: &str) -> Result<Vec<SymbolRecord>, IndexError> {
+        self.store.symbols_of(path)
+    }
+    fn refs_of(&self, path: &str) -> Result<FileRefs, IndexError> {
+        self.store.refs_of(path)
+    }
+    fn language_of(&self, path: &str) -> Result<Option<String>, IndexError> {
+        self.store.language_of(path)
+    }
+    fn symbols_named(&self, name: &str) -> Result<Vec<(String, SymbolRecord)>, IndexError> {
+        self.store.symbols_named(name)
+    }
+    fn files_mentioning(&self, name: &str, limit: usize) -> Result<Vec<String>, IndexError> {
+        let hits = self
+            .lexical
+            .chunks_with_word(&name.to_lowercase(), None, limit * 4)?;
+        let mut paths: Vec<String> = hits.into_iter().map(|h| h.path).collect();
+        paths.sort();
+        paths.dedup();
+        paths.truncate(limit);
+        Ok(paths)
+    }
+}
+
+/// Whether a definition is a test, by its path or name.
+pub fn is_test(def: &Def) -> bool {
+    let lower = def.path.to_lowercase();
+    let (dirs, file) = lower.rsplit_once('/').unwrap_or(("", &lower));
+    let stem = file.split('.').next().unwrap_or(file);
+    dirs.split('/')
+        .any(|d| matches!(d, "test" | "tests" | "__tests__" | "spec" | "testing"))
+        || stem.starts_with("test_")
+        || stem.ends_with("_test")
+        || stem.ends_with("_spec")
+        || file.contains(".test.")
+        || file.contains(".spec.")
+        || def.name.starts_with("test")
+        || def.name.starts_with("Test")
+}
+
+impl Searcher<'_> {
+    /// The definitions a request names, or the choice between them.
+    fn graph_targets(
+        &self,
+        walk: &Walk<'_>,
+        name: &str,
+        within: Option<&str>,
+    ) -> Result<Vec<Def>, Error> {
+        let defs = walk.definitions(name, within)?;
+        if defs.is_empty() {
+            return Err(UserError::InvalidArgument {
+                name: "symbol",
+                reason: format!(
+                    "no definition of `{name}` in this project{} (`usages` finds every mention of a name)",
+                    within.map(|w| format!(" under `{w}`")).unwrap_or_default()
+                ),
+            }
+            .into());
+        }
+        Ok(defs)
+    }
+
+    /// Run a graph request: `kind` is `callers`, `callees`, `impact` or `trace`.
+    pub fn graph(&self, kind: &str, params: &GraphParams) -> Result<GraphAnswer, Error> {
+        let mut walk = Walk::new(self.index);
+        let within = params
+            .within
+            .as_deref()
+            .map(str::trim)
+            .filter(|w| !w.is_empty());
+        let depth = params.depth.clamp(1, MAX_DEPTH);
+        let one = |walk: &Walk<'_>| -> Result<Result<Vec<Def>, GraphAnswer>, Error> {
+            let name = params
+                .symbols
+                .first()
+                .map(String::as_str)
+                .unwrap_or_default();
+            let defs = self.graph_targets(walk, name, within)?;
+            Ok(if defs.len() > 1 {
+                Err(GraphAnswer {
+                    choices: defs,
+                    complete: true,
+                    ..Default::default()
+                })
+            } else {
+                Ok(defs)
+            })
+        };
+        match kind {
+            "callers" | "callees" => {
+                let targets = match one(&walk)? {
+                    Ok(targets) => targets,
+                    Err(choice) => return Ok(choice),
+                };
+                if kind == "callers" {
+                    walk.callers(&targets, depth, false)
+                } else {
+                    walk.callees(&targets, depth)
+                }
+            }
+            "trace" => {
+                let from = match one(&walk)? {
+                    Ok(targets) => targets,
+                    Err(choice) => return Ok(choice),
+                };
+                let to_name = params.to.as_deref().unwrap_or_default();
+                let to = self.graph_targets(&walk, to_name, None)?;
+                walk.trace(&from, &to, depth)
+            }
+            "impact" => {
+                let changed = if params.symbols.is_empty() {
+                    diff::changed_definitions(self.root, params.diff.as_deref(), &walk.resolver)?
+                } else {
+                    let mut all = Vec::new();
+                    for name in &params.symbols {
+                        all.extend(self.graph_targets(&walk, name, within)?);
+                    }
+                    all
+                };
+                walk.impact(&changed, depth)
+            }
+            other => Err(UserError::InvalidArgument {
+                name: "kind",
+                reason: format!("unknown graph request `{other}`"),
+            }
+            .into()),
+        }
+    }
+}

@@ -1,0 +1,224 @@
+//! Whether a definition's file is the module an import names, as each language spells
+//! module paths: Python packages (`a.b`, `.util`), JS/TS relative paths and `index` files,
+//! Rust `crate::`/`super::`/`self::` paths, Go import paths (a directory).
+
+/// `path` without its last extension.
+fn stem_path(path: &str) -> &str {
+    match path.rfind('.') {
+        Some(dot) if !path[dot..].contains('/') => &path[..dot],
+        _ => path,
+    }
+}
+
+/// The directory of `path` ("" at the root).
+pub fn dir_of(path: &str) -> &str {
+    path.rfind('/').map_or("", |slash| &path[..slash])
+}
+
+/// `a/b/../c/./d` -> `a/c/d`; `None` if it climbs above the root.
+fn normalize(path: &str) -> Option<String> {
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            _ => parts.push(part),
+        }
+    }
+    Some(parts.join("/"))
+}
+
+/// Whether `module` (segments joined by `/`) is `path`'s module or a package holding it:
+/// `path` without extension (and without a trailing `__init__`, `index`, `mod`) ends with
+/// it at a segment boundary, or lies under a directory that does.
+fn names_file(module: &str, path: &str) -> bool {
+    if module.is_empty() {
+        return false;
+    }
+    let stem = stem_path(path);
+    let stem = ["/__init__", "/index", "/mod"]
+        .iter()
+        .find_map(|tail| stem.strip_suffix(tail))
+        .unwrap_or(stem);
+    let at_boundary = |whole: &str| {
+        whole == module
+            || whole
+                .strip_suffix(module)
+                .is_some_and(|head| head.ends_with('/'))
+    };
+    if at_boundary(stem) {
+        return true;
+    }
+    // A package: the definition is in a file under the module's directory.
+    let mut dir = dir_of(path);
+    while !dir.is_empty() {
+        if at_boundary(dir) {
+            return true;
+        }
+        dir = dir_of(dir);
+    }
+    false
+}
+
+/// Whether the file `def_path` is (or is inside) what `importer`'s import of `module`
+/// names, in `language`. `None`: the module is outside the project (a package, the
+/// standard library), as far as its spelling says.
+pub fn imports_from(language: &str, importer: &str, module: &str, def_path: &str) -> Option<bool> {
+    match language {
+        "python" => {
+            let dots = module.chars().take_while(|c| *c == '.').count();
+            let rest = module[dots..].replace('.', "/");
+            if dots == 0 {
+                return Some(names_file(&rest, def_path));
+            }
+            let mut base = dir_of(importer).to_string();
+            for _ in 1..dots {
+                base = dir_of(&base).to_string();
+            }
+            let target = [base.as_str(), rest.as_str()]
+                .iter()
+                .filter(|p| !p.is_empty())
+                .copied()
+                .collect::<Vec<_>>()
+                .join("/");
+            Some(exact_or_under(&target, def_path))
+        }
+        "javascript" | "typescript" | "tsx" => {
+            let relative = module.starts_with('.') || module.starts_with('/');
+            let aliased = ["@/", "~/"].iter().find_map(|p| module.strip_prefix(p));
+            if relative {
+                let joined = format!("{}/{module}", dir_of(importer));
+                let target = normalize(&joined)?;
+                Some(exact_or_under(stem_path(&target), def_path))
+            } else {
+                aliased.map(|rest| names_file(stem_path(rest), def_path))
+            }
+        }
+        "rust" => {
+            let segments: Vec<&str> = module.split("::").filter(|s| !s.is_empty()).collect();
+            let (first, rest) = segments.split_first()?;
+            let own = rust_module(importer);
+            let base: Vec<String> = match *first {
+                "crate" => Vec::new(),
+                "self" => own,
+                "super" => {
+                    let mut own = own;
+                    own.pop();
+                    own
+                }
+                // Another crate: the project's only if a directory carries its name.
+                other => {
+                    let dir = other.replace('_', "-");
+                    let under = def_path.split('/').any(|d| d == other || d == dir);
+                    if !under {
+                        return None;
+                    }
+                    Vec::new()
+                }
+            };
+            let mut wanted: Vec<String> = base;
+            wanted.extend(rest.iter().map(|s| s.to_string()));
+            let module = rust_module(def_path);
+            // `use crate::a::b::Item`: the item's module is `a::b`; a path may also end in
+            // a type (`crate::a::Type`) whose methods live in `a`.
+            Some(
+                wanted.is_empty()
+                    || module.ends_with(&wanted)
+                    || (wanted.len() > 1 && module.ends_with(&wanted[..wanted.len() - 1])),
+            )
+        }
+        "go" => {
+            let dir = dir_of(def_path);
+            Some(!dir.is_empty() && (module == dir || module.ends_with(&format!("/{dir}"))))
+        }
+        _ => None,
+    }
+}
+
+/// `target` is the file (any extension), its `__init__`/`index`, or a directory above it.
+fn exact_or_under(target: &str, def_path: &str) -> bool {
+    let stem = stem_path(def_path);
+    stem == target || target.is_empty() || def_path.starts_with(&format!("{target}/"))
+}
+
+/// A Rust file's module path within its crate: `src/a/b.rs` and `src/a/b/mod.rs` -> `a, b`;
+/// `lib.rs`, `main.rs` -> the crate root.
+fn rust_module(path: &str) -> Vec<String> {
+    let inner = path.rsplit_once("src/").map_or(path, |(_, rest)| rest);
+    let stem = stem_path(inner);
+    let mut parts: Vec<String> = stem.split('/').map(String::from).collect();
+    if matches!(
+        parts.last().map(String::as_str),
+        Some("mod" | "lib" | "main")
+    ) {
+        parts.pop();
+    }
+    parts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_modules_absolute_relative_and_packages() {
+        let py = |importer, module, def| imports_from("python", importer, module, def);
+        assert_eq!(py("app/main.py", "pkg.util", "src/pkg/util.py"), Some(true));
+        assert_eq!(py("app/main.py", "pkg", "pkg/__init__.py"), Some(true));
+        assert_eq!(py("app/main.py", "pkg", "pkg/core/impl.py"), Some(true));
+        assert_eq!(py("app/main.py", "pkg.util", "other/util.py"), Some(false));
+        assert_eq!(py("app/main.py", "mypkg.util", "pkg/util.py"), Some(false));
+        assert_eq!(
+            py("app/sub/main.py", ".util", "app/sub/util.py"),
+            Some(true)
+        );
+        assert_eq!(py("app/sub/main.py", "..util", "app/util.py"), Some(true));
+        assert_eq!(py("app/sub/main.py", ".util", "app/util.py"), Some(false));
+        assert_eq!(
+            py("app/sub/main.py", ".", "app/sub/__init__.py"),
+            Some(true)
+        );
+    }
+
+    #[test]
+    fn javascript_relative_paths_index_files_and_packages() {
+        let ts = |importer, module, def| imports_from("typescript", importer, module, def);
+        assert_eq!(ts("src/a/b.ts", "./c", "src/a/c.ts"), Some(true));
+        assert_eq!(ts("src/a/b.ts", "../c.js", "src/c.ts"), Some(true));
+        assert_eq!(ts("src/a/b.ts", "./lib", "src/a/lib/index.ts"), Some(true));
+        assert_eq!(ts("src/a/b.ts", "./c", "src/a/cc.ts"), Some(false));
+        assert_eq!(ts("src/a/b.ts", "react", "src/react.ts"), None);
+        assert_eq!(ts("src/a/b.ts", "@/lib/x", "src/lib/x.tsx"), Some(true));
+        assert_eq!(ts("a.ts", "../../x", "x.ts"), None);
+    }
+
+    #[test]
+    fn rust_paths_from_the_crate_root_self_and_super() {
+        let rs = |importer, module, def| imports_from("rust", importer, module, def);
+        assert_eq!(
+            rs(
+                "src/main.rs",
+                "crate::index::store",
+                "src/index/store/mod.rs"
+            ),
+            Some(true)
+        );
+        assert_eq!(rs("src/a/b.rs", "super::c", "src/a/c.rs"), Some(true));
+        assert_eq!(rs("src/a/mod.rs", "self::c", "src/a/c.rs"), Some(true));
+        assert_eq!(rs("src/a/b.rs", "crate::x", "src/a/c.rs"), Some(false));
+        assert_eq!(rs("src/a.rs", "std::fmt", "src/fmt.rs"), None);
+        assert_eq!(
+            rs("app/src/a.rs", "my_core::x", "my-core/src/x.rs"),
+            Some(true)
+        );
+    }
+
+    #[test]
+    fn go_import_paths_name_directories() {
+        let go = |module, def| imports_from("go", "cmd/main.go", module, def);
+        assert_eq!(go("github.com/o/r/pkg/util", "pkg/util/u.go"), Some(true));
+        assert_eq!(go("github.com/o/r/pkg/util", "pkg/other/u.go"), Some(false));
+    }
+}

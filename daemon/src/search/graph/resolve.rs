@@ -1,0 +1,534 @@
+//! What a reference refers to, decided by scope, in order: the enclosing class for
+//! `self`/`this`, the file's own definitions, what the file imports, the same package, then a
+//! unique project-wide name. A call whose receiver's type is not written down is never
+//! guessed: when several definitions could be meant, the answer is *ambiguous* with them
+//! all; when none in the project could, *unresolved*.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use super::modules::{dir_of, imports_from};
+use crate::chunk::syntax::refs::{FileRefs, Import, RefKind, Reference};
+use crate::error::IndexError;
+use crate::index::store::SymbolRecord;
+
+/// What the graph reads from an index (a trait so the rules are tested on small fixtures).
+pub trait GraphView {
+    /// The symbols of a file.
+    fn symbols_of(&self, path: &str) -> Result<Vec<SymbolRecord>, IndexError>;
+    /// The references and imports of a file.
+    fn refs_of(&self, path: &str) -> Result<FileRefs, IndexError>;
+    /// The language of an indexed file.
+    fn language_of(&self, path: &str) -> Result<Option<String>, IndexError>;
+    /// Every (path, symbol) whose bare name is `name`, any case.
+    fn symbols_named(&self, name: &str) -> Result<Vec<(String, SymbolRecord)>, IndexError>;
+    /// Files whose text holds `name` as a whole word (any case), at most `limit`.
+    fn files_mentioning(&self, name: &str, limit: usize) -> Result<Vec<String>, IndexError>;
+}
+
+/// A definition: a symbol in a file.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Def {
+    /// Relative path.
+    pub path: String,
+    /// Qualified name.
+    pub qualified: String,
+    /// Bare name.
+    pub name: String,
+    /// Kind (`function`, `method`, `class`, ...).
+    pub kind: String,
+    /// First and last line.
+    pub lines: (u32, u32),
+}
+
+impl Def {
+    pub fn new(path: &str, symbol: &SymbolRecord) -> Def {
+        Def {
+            path: path.to_string(),
+            qualified: symbol.qualified.clone(),
+            name: symbol.name.clone(),
+            kind: symbol.kind.clone(),
+            lines: (symbol.start_line, symbol.end_line),
+        }
+    }
+}
+
+/// What a reference was found to refer to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolution {
+    /// This definition, by the named rule.
+    Resolved(Def, &'static str),
+    /// One of these (the receiver's type is unknown, or several are in scope).
+    Ambiguous(Vec<Def>),
+    /// Nothing in the project (external, builtin or dynamic), with why.
+    Unresolved(String),
+}
+
+/// Kinds a call can reach.
+const CALLABLE: &[&str] = &[
+    "function",
+    "method",
+    "constructor",
+    "class",
+    "struct",
+    "record",
+    "object",
+    "macro",
+    "type",
+    "interface",
+    "trait",
+    "enum",
+    "protocol",
+    "mixin",
+];
+/// Kinds whose members are methods.
+const CLASS_LIKE: &[&str] = &[
+    "class",
+    "struct",
+    "interface",
+    "trait",
+    "impl",
+    "object",
+    "record",
+    "enum",
+    "protocol",
+    "mixin",
+    "extension",
+    "module",
+    "namespace",
+];
+/// Receivers that name the enclosing class's instance or the class itself.
+const SELF: &[&str] = &["self", "this", "cls", "Self", "@", "$this", "static"];
+/// Languages where a bare call inside a class may be one of its own methods.
+const IMPLICIT_SELF: &[&str] = &[
+    "java", "csharp", "cpp", "kotlin", "ruby", "swift", "scala", "dart",
+];
+/// Languages whose packages are directories: a bare name is visible across a directory.
+const PACKAGE_DIRS: &[&str] = &["go", "java", "kotlin", "csharp", "c", "cpp", "scala"];
+
+/// Resolves references, caching what it reads for one request.
+pub struct Resolver<'v> {
+    view: &'v dyn GraphView,
+    symbols: RefCell<HashMap<String, Rc<Vec<SymbolRecord>>>>,
+    refs: RefCell<HashMap<String, Rc<FileRefs>>>,
+    named: RefCell<HashMap<String, Rc<Vec<Def>>>>,
+    languages: RefCell<HashMap<String, String>>,
+}
+
+impl<'v> Resolver<'v> {
+    pub fn new(view: &'v dyn GraphView) -> Resolver<'v> {
+        Resolver {
+            view,
+            symbols: RefCell::default(),
+            refs: RefCell::default(),
+            named: RefCell::default(),
+            languages: RefCell::default(),
+        }
+    }
+
+    pub fn view(&self) -> &dyn GraphView {
+        self.view
+    }
+
+    pub fn symbols(&self, path: &str) -> Result<Rc<Vec<SymbolRecord>>, IndexError> {
+        if let Some(found) = self.symbols.borrow().get(path) {
+            return Ok(found.clone());
+        }
+        let found = Rc::new(self.view.symbols_of(path)?);
+        self.symbols
+            .borrow_mut()
+            .insert(path.to_string(), found.clone());
+        Ok(found)
+    }
+
+    pub fn refs(&self, path: &str) -> Result<Rc<FileRefs>, IndexError> {
+        if let Some(found) = self.refs.borrow().get(path) {
+            return Ok(found.clone());
+        }
+        let found = Rc::new(self.view.refs_of(path)?);
+        self.refs
+            .borrow_mut()
+            .insert(path.to_string(), found.clone());
+        Ok(found)
+    }
+
+    pub fn language(&self, path: &str) -> Result<String, IndexError> {
+        if let Some(found) = self.languages.borrow().get(path) {
+            return Ok(found.clone());
+        }
+        let found = self.view.language_of(path)?.unwrap_or_default();
+        self.languages
+            .borrow_mut()
+            .insert(path.to_string(), found.clone());
+        Ok(found)
+    }
+
+    /// Definitions named exactly `name` that code can refer to.
+    pub fn definitions(&self, name: &str) -> Result<Rc<Vec<Def>>, IndexError> {
+        if let Some(found) = self.named.borrow().get(name) {
+            return Ok(found.clone());
+        }
+        let mut defs: Vec<Def> = self
+            .view
+            .symbols_named(name)?
+            .iter()
+            .filter(|(_, s)| s.name == name && CALLABLE.contains(&s.kind.as_str()))
+            .map(|(path, s)| Def::new(path, s))
+            .collect();
+        defs.sort();
+        defs.dedup();
+        let defs = Rc::new(defs);
+        self.named
+            .borrow_mut()
+            .insert(name.to_string(), defs.clone());
+        Ok(defs)
+    }
+
+    /// The enclosing class-like symbol of a definition, if it is a member of one.
+    pub fn owner(&self, def: &Def) -> Result<Option<SymbolRecord>, IndexError> {
+        let symbols = self.symbols(&def.path)?;
+        let Some(me) = symbols
+            .iter()
+            .find(|s| s.qualified == def.qualified && s.start_line == def.lines.0)
+        else {
+            return Ok(None);
+        };
+        let Some(parent) = &me.parent else {
+            return Ok(None);
+        };
+        Ok(symbols
+            .iter()
+            .filter(|s| &s.qualified == parent && s.start_line <= me.start_line)
+            .filter(|s| s.end_line >= me.end_line)
+            .find(|s| CLASS_LIKE.contains(&s.kind.as_str()))
+            .cloned())
+    }
+
+    fn is_method(&self, def: &Def) -> Result<bool, IndexError> {
+        Ok(self.owner(def)?.is_some())
+    }
+
+    /// The innermost symbol around `line` in `path`.
+    pub fn enclosing(&self, path: &str, line: u32) -> Result<Option<SymbolRecord>, IndexError> {
+        let symbols = self.symbols(path)?;
+        Ok(symbols
+            .iter()
+            .filter(|s| s.start_line <= line && line <= s.end_line && s.kind != "impl")
+            .min_by_key(|s| (s.end_line - s.start_line, std::cmp::Reverse(s.start_line)))
+            .cloned())
+    }
+
+    /// The innermost class-like symbol around `line` in `path`.
+    fn enclosing_class(&self, path: &str, line: u32) -> Result<Option<SymbolRecord>, IndexError> {
+        let symbols = self.symbols(path)?;
+        Ok(symbols
+            .iter()
+            .filter(|s| s.start_line <= line && line <= s.end_line)
+            .filter(|s| CLASS_LIKE.contains(&s.kind.as_str()))
+            .min_by_key(|s| s.end_line - s.start_line)
+            .cloned())
+    }
+
+    /// The names of the bases of the class-like symbol `class` in `path` (and, for a Rust
+    /// `impl Trait for Type`, the trait).
+    fn bases(&self, path: &str, class: &SymbolRecord) -> Result<Vec<String>, IndexError> {
+        let refs = self.refs(path)?;
+        Ok(refs
+            .refs
+            .iter()
+            .filter(|r| r.kind == RefKind::Inherit && r.line == class.start_line)
+            .map(|r| r.name.clone())
+            .collect())
+    }
+
+    /// The import of `path` binding `local`, if any.
+    fn import_of(&self, path: &str, local: &str) -> Result<Option<Import>, IndexError> {
+        let refs = self.refs(path)?;
+        Ok(refs.imports.iter().find(|i| i.local == local).cloned())
+    }
+
+    /// What `r`, written in `path`, refers to.
+    pub fn resolve(&self, path: &str, r: &Reference) -> Result<Resolution, IndexError> {
+        let language = self.language(path)?;
+        // The imported name behind a local alias (`save as store`).
+        let import = self.import_of(path, &r.name)?;
+        let name = match &import {
+            Some(Import {
+                name: Some(name), ..
+            }) if name != "*" && name != "default" && name != "self" => name.clone(),
+            _ => r.name.clone(),
+        };
+        let all = self.definitions(&name)?;
+        let mut methods = Vec::new();
+        let mut functions = Vec::new();
+        for def in all.iter() {
+            if self.is_method(def)? {
+                methods.push(def.clone());
+            } else {
+                functions.push(def.clone());
+            }
+        }
+        let class = self.enclosing_class(path, r.line)?;
+        match r.receiver.as_deref() {
+            Some(receiver) if SELF.contains(&receiver) => {
+                let Some(class) = class else {
+                    return Ok(pick(methods, "method", &name));
+                };
+                self.member_of(path, &class, methods, &name)
+            }
+            Some(receiver) if receiver.starts_with("super") || receiver == "base" => {
+                let Some(class) = class else {
+                    return Ok(pick(methods, "method", &name));
+                };
+                let bases = self.bases(path, &class)?;
+                let mut inherited = Vec::new();
+                for def in &methods {
+                    if let Some(owner) = self.owner(def)?
+                        && bases.contains(&owner.name)
+                    {
+                        inherited.push(def.clone());
+                    }
+                }
+                Ok(match inherited.len() {
+                    1 => Resolution::Resolved(inherited.remove(0), "base class"),
+                    0 => pick(methods, "method", &name),
+                    _ => Resolution::Ambiguous(inherited),
+                })
+            }
+            Some(receiver) => self.qualified(path, &language, receiver, methods, functions, &name),
+            None => self.bare(path, &language, r, import, class, methods, functions, &name),
+        }
+    }
+
+    /// `self.name`: the enclosing class's own member, else one of its bases'.
+    fn member_of(
+        &self,
+        path: &str,
+        class: &SymbolRecord,
+        methods: Vec<Def>,
+        name: &str,
+    ) -> Result<Resolution, IndexError> {
+        let own: Vec<Def> = methods
+            .iter()
+            .filter(|d| d.path == path && d.qualified == format!("{}.{name}", class.qualified))
+            .cloned()
+            .collect();
+        let own = if own.is_empty() {
+            let mut found = Vec::new();
+            for def in &methods {
+                if let Some(owner) = self.owner(def)?
+                    && owner.qualified == class.qualified
+                {
+                    found.push(def.clone());
+                }
+            }
+            found
+        } else {
+            own
+        };
+        if let [one] = own.as_slice() {
+            return Ok(Resolution::Resolved(one.clone(), "enclosing class"));
+        }
+        if own.len() > 1 {
+            return Ok(Resolution::Ambiguous(own));
+        }
+        let bases = self.bases(path, class)?;
+        let mut inherited = Vec::new();
+        for def in &methods {
+            if let Some(owner) = self.owner(def)?
+                && bases.contains(&owner.name)
+            {
+                inherited.push(def.clone());
+            }
+        }
+        Ok(match inherited.len() {
+            1 => Resolution::Resolved(inherited.remove(0), "base class"),
+            0 => pick(methods, "method", name),
+            _ => Resolution::Ambiguous(inherited),
+        })
+    }
+
+    /// `receiver.name` where the receiver is not `self`: an imported module, a class, or a
+    /// value of a type not written down.
+    fn qualified(
+        &self,
+        path: &str,
+        language: &str,
+        receiver: &str,
+        methods: Vec<Def>,
+        functions: Vec<Def>,
+        name: &str,
+    ) -> Result<Resolution, IndexError> {
+        // A module bound by an import (`np.array`, `os.path.join`, `fmt.Println`).
+        let module = match self.import_of(path, receiver)? {
+            Some(import) if import.name.is_none() => Some(import.module),
+            Some(import) if import.name.as_deref() == Some("*") => Some(import.module),
+            // `from pkg import mod` then `mod.f()`: the module is `pkg.mod`.
+            Some(import) if language == "python" => Some(format!(
+                "{}.{}",
+                import.module.trim_end_matches('.'),
+                import.name.unwrap_or_default()
+            )),
+            _ => None,
+        };
+        if let Some(module) = module {
+            let all: Vec<Def> = functions.iter().chain(&methods).cloned().collect();
+            return Ok(self.in_module(path, language, &module, all, "module"));
+        }
+        // A class named by the receiver (`Foo.bar`, `Foo::new`, an alias of one).
+        let last = receiver
+            .rsplit(['.', ':'])
+            .next()
+            .unwrap_or(receiver)
+            .trim();
+        let class_name = match self.import_of(path, last)? {
+            Some(Import {
+                name: Some(name), ..
+            }) if name != "*" => name,
+            _ => last.to_string(),
+        };
+        if last.chars().next().is_some_and(char::is_uppercase) {
+            let mut members = Vec::new();
+            for def in &methods {
+                if self
+                    .owner(def)?
+                    .is_some_and(|owner| owner.name == class_name)
+                {
+                    members.push(def.clone());
+                }
+            }
+            match members.len() {
+                1 => return Ok(Resolution::Resolved(members.remove(0), "named type")),
+                0 => {}
+                _ => return Ok(Resolution::Ambiguous(members)),
+            }
+        }
+        // A value whose type is not written down: any method of the name (never resolved,
+        // however few there are: a library's method of the same name may be meant).
+        let mut candidates = methods;
+        if candidates.is_empty() {
+            candidates = functions;
+        }
+        Ok(if candidates.is_empty() {
+            Resolution::Unresolved(format!("no `{name}` defined in the project"))
+        } else {
+            Resolution::Ambiguous(candidates)
+        })
+    }
+
+    /// A bare `name(...)`.
+    #[allow(clippy::too_many_arguments)]
+    fn bare(
+        &self,
+        path: &str,
+        language: &str,
+        r: &Reference,
+        import: Option<Import>,
+        class: Option<SymbolRecord>,
+        methods: Vec<Def>,
+        functions: Vec<Def>,
+        name: &str,
+    ) -> Result<Resolution, IndexError> {
+        // The file's own definitions in scope: top-level, or nested in a function around
+        // the reference; the nearest one above it wins.
+        let symbols = self.symbols(path)?;
+        let in_scope = |def: &&Def| {
+            def.path == path && {
+                let parent = symbols
+                    .iter()
+                    .find(|s| s.qualified == def.qualified && s.start_line == def.lines.0)
+                    .and_then(|s| s.parent.clone());
+                parent.is_none_or(|p| {
+                    symbols
+                        .iter()
+                        .any(|s| s.qualified == p && s.start_line <= r.line && r.line <= s.end_line)
+                })
+            }
+        };
+        let mut local: Vec<&Def> = functions.iter().filter(in_scope).collect();
+        local.sort_by_key(|d| (d.lines.0 > r.line, d.lines.0.abs_diff(r.line)));
+        if let Some(def) = local.first() {
+            return Ok(Resolution::Resolved((*def).clone(), "same file"));
+        }
+        if IMPLICIT_SELF.contains(&language)
+            && let Some(class) = &class
+            && let Resolution::Resolved(def, _) =
+                self.member_of(path, class, methods.clone(), name)?
+        {
+            return Ok(Resolution::Resolved(def, "enclosing class"));
+        }
+        // An import binding the name.
+        if let Some(import) = import {
+            let all: Vec<Def> = functions.iter().chain(&methods).cloned().collect();
+            return Ok(self.in_module(path, language, &import.module, all, "import"));
+        }
+        // A wildcard import of a module that defines it.
+        let refs = self.refs(path)?;
+        for wildcard in refs.imports.iter().filter(|i| i.local == "*") {
+            if let Resolution::Resolved(def, _) = self.in_module(
+                path,
+                language,
+                &wildcard.module,
+                functions.clone(),
+                "import",
+            ) {
+                return Ok(Resolution::Resolved(def, "import *"));
+            }
+        }
+        if PACKAGE_DIRS.contains(&language) {
+            let dir = dir_of(path);
+            let mut same: Vec<&Def> = functions
+                .iter()
+                .filter(|d| dir_of(&d.path) == dir)
+                .collect();
+            if same.len() == 1 {
+                return Ok(Resolution::Resolved(same.remove(0).clone(), "same package"));
+            }
+        }
+        Ok(match functions.len() {
+            1 => Resolution::Resolved(functions[0].clone(), "unique name"),
+            0 if IMPLICIT_SELF.contains(&language) && !methods.is_empty() => {
+                Resolution::Ambiguous(methods)
+            }
+            0 => Resolution::Unresolved(format!("no `{name}` defined in the project")),
+            _ => Resolution::Ambiguous(functions),
+        })
+    }
+
+    /// Among `candidates`, those in the module `module` imported by `path`.
+    fn in_module(
+        &self,
+        path: &str,
+        language: &str,
+        module: &str,
+        candidates: Vec<Def>,
+        rule: &'static str,
+    ) -> Resolution {
+        let mut matched = Vec::new();
+        let mut outside = candidates.is_empty();
+        for def in candidates {
+            match imports_from(language, path, module, &def.path) {
+                Some(true) => matched.push(def),
+                Some(false) => {}
+                None => outside = true,
+            }
+        }
+        match matched.len() {
+            1 => Resolution::Resolved(matched.remove(0), rule),
+            0 if outside => Resolution::Unresolved(format!("imported from `{module}`")),
+            0 => Resolution::Unresolved(format!("imported from `{module}`, not defined there")),
+            _ => Resolution::Ambiguous(matched),
+        }
+    }
+}
+
+/// A member reached through a receiver whose class is unknown: ambiguous among the
+/// candidates (even one: an outside base class may define it), unresolved without any.
+fn pick(defs: Vec<Def>, what: &str, name: &str) -> Resolution {
+    if defs.is_empty() {
+        Resolution::Unresolved(format!("no {what} `{name}` defined in the project"))
+    } else {
+        Resolution::Ambiguous(defs)
+    }
+}

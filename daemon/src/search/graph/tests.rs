@@ -1,0 +1,296 @@
+//! The resolution rules on small fixtures, one per rule, through the real chunker.
+
+use std::collections::HashMap;
+
+use super::resolve::{GraphView, Resolution};
+use super::*;
+use crate::chunk::syntax::chunk_file;
+use crate::files::lang::language_of;
+
+/// Files chunked in memory, standing for an index.
+struct Fixture(HashMap<String, (String, crate::chunk::syntax::Chunked)>);
+
+fn fixture(files: &[(&str, &str)]) -> Fixture {
+    Fixture(
+        files
+            .iter()
+            .map(|(path, text)| {
+                let language = language_of(std::path::Path::new(path));
+                (
+                    path.to_string(),
+                    (language.to_string(), chunk_file(language, text)),
+                )
+            })
+            .collect(),
+    )
+}
+
+impl GraphView for Fixture {
+    fn symbols_of(&self, path: &str) -> Result<Vec<SymbolRecord>, IndexError> {
+        Ok(self.0.get(path).map_or_else(Vec::new, |(_, c)| {
+            c.symbols.iter().map(SymbolRecord::from).collect()
+        }))
+    }
+    fn refs_of(&self, path: &str) -> Result<FileRefs, IndexError> {
+        Ok(self
+            .0
+            .get(path)
+            .map(|(_, c)| c.refs.clone())
+            .unwrap_or_default())
+    }
+    fn language_of(&self, path: &str) -> Result<Option<String>, IndexError> {
+        Ok(self.0.get(path).map(|(l, _)| l.clone()))
+    }
+    fn symbols_named(&self, name: &str) -> Result<Vec<(String, SymbolRecord)>, IndexError> {
+        let mut out = Vec::new();
+        for (path, (_, chunked)) in &self.0 {
+            for s in &chunked.symbols {
+                if s.name.eq_ignore_ascii_case(name) {
+                    out.push((path.clone(), SymbolRecord::from(s)));
+                }
+            }
+        }
+        Ok(out)
+    }
+    fn files_mentioning(&self, name: &str, _limit: usize) -> Result<Vec<String>, IndexError> {
+        let mut paths: Vec<String> = self
+            .0
+            .iter()
+            .filter(|(_, (_, c))| {
+                c.chunks.iter().any(|k| {
+                    k.text
+                        .split(|ch: char| !(ch.is_alphanumeric() || ch == '_'))
+                        .any(|w| w.eq_ignore_ascii_case(name))
+                })
+            })
+            .map(|(p, _)| p.clone())
+            .collect();
+        paths.sort();
+        Ok(paths)
+    }
+}
+
+/// `path:caller label` for every caller link of `name` (qualified), defined in `within`.
+fn callers_in(view: &Fixture, name: &str, within: Option<&str>) -> Vec<String> {
+    let mut walk = Walk::new(view);
+    let targets = walk.definitions(name, within).unwrap();
+    assert_eq!(targets.len(), 1, "{name}: {targets:?}");
+    let answer = walk.callers(&targets, 1, false).unwrap();
+    let mut out: Vec<String> = answer
+        .links
+        .iter()
+        .map(|l| format!("{}:{} {}", l.from.path, l.from.qualified, l.label.as_str()))
+        .collect();
+    out.sort();
+    out
+}
+
+fn callers(view: &Fixture, name: &str) -> Vec<String> {
+    callers_in(view, name, None)
+}
+
+/// What the call of `name` on `line` of `path` resolves to.
+fn resolve(view: &Fixture, path: &str, line: u32, name: &str) -> String {
+    let walk = Walk::new(view);
+    let refs = view.refs_of(path).unwrap();
+    let r = refs
+        .refs
+        .iter()
+        .find(|r| r.line == line && r.name == name)
+        .unwrap_or_else(|| panic!("no {name} on {path}:{line}: {:?}", refs.refs));
+    match walk.resolver.resolve(path, r).unwrap() {
+        Resolution::Resolved(def, rule) => format!("{}:{} ({rule})", def.path, def.qualified),
+        Resolution::Ambiguous(defs) => format!(
+            "ambiguous: {}",
+            defs.iter()
+                .map(|d| format!("{}:{}", d.path, d.qualified))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Resolution::Unresolved(why) => format!("unresolved: {why}"),
+    }
+}
+
+const PY_UTIL: &str = "def load(path):\n    return open(path)\n\ndef save(x):\n    pass\n";
+const PY_OTHER: &str = "def load(url):\n    return fetch(url)\n";
+
+#[test]
+fn python_imports_pick_the_module_they_name() {
+    let view = fixture(&[
+        ("pkg/util.py", PY_UTIL),
+        ("net/other.py", PY_OTHER),
+        (
+            "pkg/app.py",
+            "from .util import load, save as store\nimport net.other as net\n\ndef main():\n    load('a')\n    store(1)\n    net.load('u')\n",
+        ),
+    ]);
+    assert_eq!(
+        resolve(&view, "pkg/app.py", 5, "load"),
+        "pkg/util.py:load (import)"
+    );
+    assert_eq!(
+        resolve(&view, "pkg/app.py", 6, "store"),
+        "pkg/util.py:save (import)"
+    );
+    assert_eq!(
+        resolve(&view, "pkg/app.py", 7, "load"),
+        "net/other.py:load (module)"
+    );
+    // Callers of each `load` are told apart; the alias counts as a call of `save`.
+    assert_eq!(
+        callers_in(&view, "load", Some("pkg/util.py")),
+        ["pkg/app.py:main resolved"]
+    );
+    assert_eq!(
+        callers_in(&view, "load", Some("net")),
+        ["pkg/app.py:main resolved"]
+    );
+    assert_eq!(callers(&view, "save"), ["pkg/app.py:main resolved"]);
+}
+
+#[test]
+fn a_local_definition_shadows_an_import() {
+    let view = fixture(&[
+        ("pkg/util.py", PY_UTIL),
+        (
+            "pkg/app.py",
+            "from .util import save\n\ndef save(x):\n    return x\n\ndef main():\n    save(1)\n",
+        ),
+    ]);
+    assert_eq!(
+        resolve(&view, "pkg/app.py", 7, "save"),
+        "pkg/app.py:save (same file)"
+    );
+}
+
+#[test]
+fn self_calls_resolve_to_the_enclosing_class_or_its_base() {
+    let view = fixture(&[(
+        "m.py",
+        "class Base:\n    def run(self):\n        pass\n\nclass A(Base):\n    def step(self):\n        self.run()\n        self.step()\n\nclass B:\n    def step(self):\n        pass\n",
+    )]);
+    assert_eq!(
+        resolve(&view, "m.py", 7, "run"),
+        "m.py:Base.run (base class)"
+    );
+    assert_eq!(
+        resolve(&view, "m.py", 8, "step"),
+        "m.py:A.step (enclosing class)"
+    );
+}
+
+#[test]
+fn an_unknown_receiver_is_ambiguous_and_an_unknown_name_unresolved() {
+    let view = fixture(&[(
+        "m.py",
+        "class A:\n    def close(self):\n        pass\n\nclass B:\n    def close(self):\n        pass\n\ndef f(x, y):\n    x.close()\n    y.flush()\n    print(x)\n",
+    )]);
+    assert_eq!(
+        resolve(&view, "m.py", 10, "close"),
+        "ambiguous: m.py:A.close, m.py:B.close"
+    );
+    assert!(resolve(&view, "m.py", 11, "flush").starts_with("unresolved"));
+    assert!(resolve(&view, "m.py", 12, "print").starts_with("unresolved"));
+    // Both closes list f as an ambiguous caller, never as resolved.
+    assert_eq!(callers(&view, "A.close"), ["m.py:f ambiguous"]);
+}
+
+#[test]
+fn typescript_relative_imports_and_named_types() {
+    let view = fixture(&[
+        (
+            "src/text.ts",
+            "export function parse(s: string) { return s; }\n",
+        ),
+        (
+            "src/other/text.ts",
+            "export function parse(s: string) { return 1; }\n",
+        ),
+        (
+            "src/app.ts",
+            "import { parse } from './text';\nexport class Server {\n  static make() { return new Server(); }\n  start() { parse('x'); Server.make(); }\n}\n",
+        ),
+    ]);
+    assert_eq!(
+        resolve(&view, "src/app.ts", 4, "parse"),
+        "src/text.ts:parse (import)"
+    );
+    assert_eq!(
+        resolve(&view, "src/app.ts", 4, "make"),
+        "src/app.ts:Server.make (named type)"
+    );
+}
+
+#[test]
+fn rust_use_paths_and_go_packages() {
+    let view = fixture(&[
+        ("src/store/mod.rs", "pub fn open() -> u8 { 1 }\n"),
+        ("src/writer.rs", "pub fn open() -> u8 { 2 }\n"),
+        (
+            "src/main.rs",
+            "use crate::store::open;\n\nfn main() {\n    open();\n}\n",
+        ),
+        (
+            "pkg/util/u.go",
+            "package util\n\nfunc Run() int { return 1 }\n",
+        ),
+        (
+            "pkg/other/o.go",
+            "package other\n\nfunc Run() int { return 2 }\n",
+        ),
+        (
+            "cmd/main.go",
+            "package main\n\nimport \"github.com/o/r/pkg/util\"\n\nfunc main() {\n\tutil.Run()\n}\n",
+        ),
+    ]);
+    assert_eq!(
+        resolve(&view, "src/main.rs", 4, "open"),
+        "src/store/mod.rs:open (import)"
+    );
+    assert_eq!(
+        resolve(&view, "cmd/main.go", 6, "Run"),
+        "pkg/util/u.go:Run (module)"
+    );
+}
+
+#[test]
+fn callees_and_impact_walk_the_graph() {
+    let view = fixture(&[(
+        "m.py",
+        "def leaf():\n    pass\n\ndef mid():\n    leaf()\n\ndef top():\n    mid()\n    len([])\n\ndef test_top():\n    top()\n",
+    )]);
+    let mut walk = Walk::new(&view);
+    let top = walk.definitions("top", None).unwrap();
+    let callees = walk.callees(&top, 2).unwrap();
+    let names: Vec<(String, u32, &str)> = callees
+        .links
+        .iter()
+        .map(|l| (l.name.clone(), l.depth, l.label.as_str()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("mid".into(), 1, "resolved"),
+            ("len".into(), 1, "unresolved"),
+            ("leaf".into(), 2, "resolved")
+        ]
+    );
+    let leaf = walk.definitions("leaf", None).unwrap();
+    let impact = walk.impact(&leaf, 3).unwrap();
+    let reached: Vec<(&str, u32, bool)> = impact
+        .impacted
+        .iter()
+        .map(|i| (i.def.name.as_str(), i.distance, i.test))
+        .collect();
+    assert_eq!(
+        reached,
+        [("mid", 1, false), ("top", 2, false), ("test_top", 3, true)]
+    );
+    let trace = walk.trace(&top, &leaf, 3).unwrap();
+    assert_eq!(trace.paths.len(), 1);
+    let hops: Vec<&str> = trace.paths[0]
+        .iter()
+        .map(|i| trace.links[*i].name.as_str())
+        .collect();
+    assert_eq!(hops, ["mid", "leaf"]);
+}

@@ -1,0 +1,381 @@
+//! The walks: one level of callers or callees of a definition, and the multi-level walks
+//! built on them (`callers`, `callees`, `impact`, `trace`).
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+
+use super::resolve::{Def, Resolution, Resolver};
+use super::{
+    GraphAnswer, GraphView, Impacted, Label, Link, MAX_DEPTH, MAX_EXAMPLES, MAX_FILES, MAX_LINKS,
+    Unexplained, is_test,
+};
+use crate::chunk::syntax::refs::{RefKind, Reference};
+use crate::error::{Error, UserError};
+
+/// The definition of the file itself, for code at its top level.
+fn file_def(path: &str, line: u32) -> Def {
+    Def {
+        path: path.to_string(),
+        qualified: path.to_string(),
+        name: path.rsplit('/').next().unwrap_or(path).to_string(),
+        kind: "file".into(),
+        lines: (line, line),
+    }
+}
+
+/// The walk over one request, with its reads cached.
+pub struct Walk<'v> {
+    pub resolver: Resolver<'v>,
+    pub complete: bool,
+}
+
+impl<'v> Walk<'v> {
+    pub fn new(view: &'v dyn GraphView) -> Walk<'v> {
+        Walk {
+            resolver: Resolver::new(view),
+            complete: true,
+        }
+    }
+
+    /// The definitions `name` (bare or qualified) may mean, within `within` if given.
+    pub fn definitions(&self, name: &str, within: Option<&str>) -> Result<Vec<Def>, Error> {
+        let segments: Vec<&str> = name
+            .split(['.', ':', '#', '/', '\\'])
+            .filter(|s| !s.is_empty())
+            .collect();
+        let Some(bare) = segments.last() else {
+            return Err(UserError::InvalidArgument {
+                name: "symbol",
+                reason: "a name is needed (e.g. `parse_config`, `Session.request`)".into(),
+            }
+            .into());
+        };
+        let defs = self.resolver.definitions(bare)?;
+        let within = within.map(|w| w.trim_end_matches('/'));
+        Ok(defs
+            .iter()
+            .filter(|d| {
+                let qualified: Vec<&str> = d
+                    .qualified
+                    .split(['.', ':', '#', '/', '\\'])
+                    .filter(|s| !s.is_empty())
+                    .collect();
+                qualified.ends_with(&segments)
+            })
+            .filter(|d| within.is_none_or(|w| d.path == w || d.path.starts_with(&format!("{w}/"))))
+            .cloned()
+            .collect())
+    }
+
+    /// Calls of `target` (and, with `bases`, classes deriving from it), one level.
+    pub fn callers_of(
+        &mut self,
+        target: &Def,
+        bases: bool,
+        depth: u32,
+        answer: &mut GraphAnswer,
+    ) -> Result<Vec<Link>, Error> {
+        let mut found = Vec::new();
+        let files = self
+            .resolver
+            .view()
+            .files_mentioning(&target.name, MAX_FILES)?;
+        if files.len() >= MAX_FILES {
+            self.complete = false;
+        }
+        for path in files {
+            let refs = self.resolver.refs(&path)?;
+            // Local names bound to the target's name by an import (`save as store`).
+            let mut names: HashSet<&str> = HashSet::from([target.name.as_str()]);
+            for import in &refs.imports {
+                if import.name.as_deref() == Some(target.name.as_str()) {
+                    names.insert(import.local.as_str());
+                }
+            }
+            for r in refs.refs.iter().filter(|r| names.contains(r.name.as_str())) {
+                if r.kind == RefKind::Inherit && !bases {
+                    continue;
+                }
+                let (label, rule, candidates) = match self.resolver.resolve(&path, r)? {
+                    Resolution::Resolved(def, rule) if &def == target => {
+                        (Label::Resolved, rule.to_string(), Vec::new())
+                    }
+                    Resolution::Resolved(..) => continue,
+                    Resolution::Ambiguous(defs) if defs.contains(target) => {
+                        (Label::Ambiguous, "several in scope".to_string(), defs)
+                    }
+                    Resolution::Ambiguous(_) => continue,
+                    Resolution::Unresolved(why) => {
+                        answer.unexplained += 1;
+                        if answer.unexplained_examples.len() < MAX_EXAMPLES {
+                            answer.unexplained_examples.push(Unexplained {
+                                path: path.clone(),
+                                line: r.line,
+                                why,
+                            });
+                        }
+                        continue;
+                    }
+                };
+                let from = self.caller(&path, r)?;
+                found.push(Link {
+                    from,
+                    to: Some(target.clone()),
+                    name: r.name.clone(),
+                    path: path.clone(),
+                    line: r.line,
+                    label,
+                    rule,
+                    candidates,
+                    depth,
+                    inherits: r.kind == RefKind::Inherit,
+                });
+            }
+        }
+        Ok(found)
+    }
+
+    /// The definition around a reference (a base class: the deriving class).
+    fn caller(&self, path: &str, r: &Reference) -> Result<Def, Error> {
+        let symbols = self.resolver.symbols(path)?;
+        if r.kind == RefKind::Inherit
+            && let Some(class) = symbols.iter().find(|s| s.start_line == r.line)
+        {
+            return Ok(Def::new(path, class));
+        }
+        Ok(match self.resolver.enclosing(path, r.line)? {
+            Some(symbol) => Def::new(path, &symbol),
+            None => file_def(path, r.line),
+        })
+    }
+
+    /// Calls made inside `def`, one level.
+    pub fn callees_of(&mut self, def: &Def, depth: u32) -> Result<Vec<Link>, Error> {
+        let refs = self.resolver.refs(&def.path)?;
+        let mut found = Vec::new();
+        for r in refs.refs.iter().filter(|r| r.kind == RefKind::Call) {
+            if r.line < def.lines.0 || r.line > def.lines.1 {
+                continue;
+            }
+            let (to, label, rule, candidates) = match self.resolver.resolve(&def.path, r)? {
+                Resolution::Resolved(to, rule) => (Some(to), Label::Resolved, rule.into(), vec![]),
+                Resolution::Ambiguous(defs) => {
+                    (None, Label::Ambiguous, "several in scope".into(), defs)
+                }
+                Resolution::Unresolved(why) => (None, Label::Unresolved, why, vec![]),
+            };
+            // A recursive call is not a callee.
+            if to.as_ref() == Some(def) {
+                continue;
+            }
+            found.push(Link {
+                from: def.clone(),
+                to,
+                name: r.name.clone(),
+                path: def.path.clone(),
+                line: r.line,
+                label,
+                rule,
+                candidates,
+                depth,
+                inherits: false,
+            });
+        }
+        Ok(found)
+    }
+
+    /// Callers of `targets`, level by level up to `depth`, following resolved and
+    /// ambiguous links.
+    pub fn callers(
+        &mut self,
+        targets: &[Def],
+        depth: u32,
+        bases: bool,
+    ) -> Result<GraphAnswer, Error> {
+        let mut answer = GraphAnswer {
+            targets: targets.to_vec(),
+            ..Default::default()
+        };
+        let mut seen: HashSet<Def> = targets.iter().cloned().collect();
+        let mut level: Vec<Def> = targets.to_vec();
+        for d in 1..=depth.clamp(1, MAX_DEPTH) {
+            let mut next = Vec::new();
+            for target in &level {
+                if target.kind == "file" {
+                    continue;
+                }
+                for link in self.callers_of(target, bases, d, &mut answer)? {
+                    if seen.insert(link.from.clone()) {
+                        next.push(link.from.clone());
+                    }
+                    answer.links.push(link);
+                }
+                if answer.links.len() >= MAX_LINKS {
+                    self.complete = false;
+                    break;
+                }
+            }
+            if next.is_empty() || !self.complete {
+                break;
+            }
+            level = next;
+        }
+        answer.complete = self.complete;
+        Ok(answer)
+    }
+
+    /// Callees of `targets`, level by level up to `depth`, following resolved links.
+    pub fn callees(&mut self, targets: &[Def], depth: u32) -> Result<GraphAnswer, Error> {
+        let mut answer = GraphAnswer {
+            targets: targets.to_vec(),
+            ..Default::default()
+        };
+        let mut seen: HashSet<Def> = targets.iter().cloned().collect();
+        let mut level: Vec<Def> = targets.to_vec();
+        for d in 1..=depth.clamp(1, MAX_DEPTH) {
+            let mut next = Vec::new();
+            for target in &level {
+                for link in self.callees_of(target, d)? {
+                    if let Some(to) = &link.to
+                        && seen.insert(to.clone())
+                    {
+                        next.push(to.clone());
+                    }
+                    answer.links.push(link);
+                }
+                if answer.links.len() >= MAX_LINKS {
+                    self.complete = false;
+                    break;
+                }
+            }
+            if next.is_empty() || !self.complete {
+                break;
+            }
+            level = next;
+        }
+        answer.complete = self.complete;
+        Ok(answer)
+    }
+
+    /// What reaches `changed` by calls and inheritance, nearest first, tests marked.
+    pub fn impact(&mut self, changed: &[Def], depth: u32) -> Result<GraphAnswer, Error> {
+        let mut answer = self.callers(changed, depth, true)?;
+        let mut best: BTreeMap<Def, (u32, u32, Label)> = BTreeMap::new();
+        for link in &answer.links {
+            if changed.contains(&link.from) {
+                continue;
+            }
+            let entry = best
+                .entry(link.from.clone())
+                .or_insert((link.depth, 0, link.label));
+            entry.0 = entry.0.min(link.depth);
+            entry.1 += 1;
+            entry.2 = entry.2.min(link.label);
+        }
+        let mut impacted: Vec<Impacted> = best
+            .into_iter()
+            .map(|(def, (distance, fan_in, label))| Impacted {
+                test: is_test(&def),
+                def,
+                distance,
+                fan_in,
+                label,
+            })
+            .collect();
+        impacted.sort_by(|a, b| {
+            (a.distance, b.fan_in, &a.def.path, a.def.lines.0).cmp(&(
+                b.distance,
+                a.fan_in,
+                &b.def.path,
+                b.def.lines.0,
+            ))
+        });
+        answer.impacted = impacted;
+        Ok(answer)
+    }
+
+    /// Shortest call paths from `from` to `to` (a few), up to `depth` calls.
+    pub fn trace(&mut self, from: &[Def], to: &[Def], depth: u32) -> Result<GraphAnswer, Error> {
+        let mut answer = GraphAnswer {
+            targets: from.iter().chain(to).cloned().collect(),
+            ..Default::default()
+        };
+        // Breadth first over callees; each definition's first links in.
+        let mut parent: HashMap<Def, Vec<usize>> = HashMap::new();
+        let mut dist: HashMap<Def, u32> = from.iter().map(|d| (d.clone(), 0)).collect();
+        let mut queue: VecDeque<Def> = from.iter().cloned().collect();
+        let mut reached: Vec<Def> = Vec::new();
+        while let Some(def) = queue.pop_front() {
+            let d = dist[&def];
+            if d >= depth.clamp(1, MAX_DEPTH) || answer.links.len() >= MAX_LINKS {
+                continue;
+            }
+            for link in self.callees_of(&def, d + 1)? {
+                let targets: Vec<Def> = match &link.to {
+                    Some(to) => vec![to.clone()],
+                    None => link.candidates.clone(),
+                };
+                let index = answer.links.len();
+                answer.links.push(link);
+                for next in targets {
+                    match dist.get(&next) {
+                        Some(&seen) if seen < d + 1 => continue,
+                        Some(_) => {}
+                        None => {
+                            dist.insert(next.clone(), d + 1);
+                            if to.contains(&next) {
+                                reached.push(next.clone());
+                            } else {
+                                queue.push_back(next.clone());
+                            }
+                        }
+                    }
+                    let into = parent.entry(next).or_default();
+                    if into.len() < 3 {
+                        into.push(index);
+                    }
+                }
+            }
+        }
+        // Paths back from each reached target, a few per target.
+        for end in reached {
+            let mut partial: Vec<(Def, Vec<usize>)> = vec![(end, Vec::new())];
+            while let Some((def, path)) = partial.pop() {
+                if from.contains(&def) {
+                    let mut path = path;
+                    path.reverse();
+                    answer.paths.push(path);
+                    if answer.paths.len() >= 5 {
+                        break;
+                    }
+                    continue;
+                }
+                for &index in parent.get(&def).into_iter().flatten() {
+                    let mut longer = path.clone();
+                    longer.push(index);
+                    partial.push((answer.links[index].from.clone(), longer));
+                }
+            }
+        }
+        answer.paths.sort_by_key(Vec::len);
+        // Only the links on a path are kept.
+        let on_path: Vec<usize> = {
+            let mut all: Vec<usize> = answer.paths.iter().flatten().copied().collect();
+            all.sort_unstable();
+            all.dedup();
+            all
+        };
+        let renumber: HashMap<usize, usize> = on_path
+            .iter()
+            .enumerate()
+            .map(|(new, old)| (*old, new))
+            .collect();
+        answer.links = on_path.iter().map(|i| answer.links[*i].clone()).collect();
+        for path in &mut answer.paths {
+            for index in path.iter_mut() {
+                *index = renumber[index];
+            }
+        }
+        answer.complete = self.complete;
+        Ok(answer)
+    }
+}
