@@ -12,6 +12,7 @@ use crate::index::lexical::LexicalHit;
 use crate::index::progress::IndexState;
 use crate::index::writer::{self, WriterHandle};
 use crate::index::{ProjectIndex, open_index, project_dir};
+use crate::search::graph::{GraphAnswer, GraphParams};
 use crate::search::{Found, SearchConfig, SearchParams, Searcher, Semantic};
 use crate::watch::{ProjectWatch, WatchConfig, WatchMode};
 
@@ -526,6 +527,12 @@ impl Project {
     ) -> Result<crate::search::usages::UsagesFound, Error> {
         self.wait_for_first_commit();
         self.noting(self.searcher().usages(params))
+    }
+
+    /// A code graph request (see [`crate::search::graph`]).
+    pub fn graph(&self, kind: &str, params: &GraphParams) -> Result<GraphAnswer, Error> {
+        self.wait_for_first_commit();
+        self.noting(self.searcher().graph(kind, params))
     }
 
     /// Wait (bounded) for the running pass to end, then check consistency.

@@ -11,6 +11,7 @@
 
 mod args;
 mod budget;
+mod graph;
 mod prompts;
 mod render;
 mod resources;
@@ -212,13 +213,14 @@ impl ServerHandler for AmanServer {
             "search" => self.search(&args).await,
             "lookup" => self.lookup(&args).await,
             "usages" => self.usages(&args).await,
+            kind @ ("callers" | "callees" | "impact" | "trace") => self.graph(kind, &args).await,
             "reindex" => self.reindex(&args, &context).await,
             "similar" => self.similar(&args).await,
             "index-status" => self.index_status().await,
             other => {
                 return Err(McpError::invalid_params(
                     format!(
-                        "unknown tool `{other}`; available: search, lookup, usages, similar, reindex, index-status"
+                        "unknown tool `{other}`; available: search, lookup, usages, callers, callees, impact, trace, similar, reindex, index-status"
                     ),
                     None,
                 ));

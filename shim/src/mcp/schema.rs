@@ -324,6 +324,10 @@ pub fn tools() -> Vec<Tool> {
         .with_title("Find usages")
         .with_raw_output_schema(schema(usages_output()))
         .with_annotations(read_only.clone()),
+    ]
+    .into_iter()
+    .chain(super::graph::tools(&read_only))
+    .chain([
         Tool::new(
             "reindex",
             "Re-check the index against the files on disk now: the whole project (reports progress when the request carries a progress token; returns when done), or one file or directory given as `path`. Rarely needed: the index follows file changes on its own.",
@@ -362,5 +366,6 @@ pub fn tools() -> Vec<Tool> {
         .with_title("Index status")
         .with_raw_output_schema(schema(status_output))
         .with_annotations(read_only),
-    ]
+    ])
+    .collect()
 }

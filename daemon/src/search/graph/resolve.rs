@@ -506,18 +506,14 @@ impl<'v> Resolver<'v> {
         rule: &'static str,
     ) -> Resolution {
         let mut matched = Vec::new();
-        let mut outside = candidates.is_empty();
         for def in candidates {
-            match imports_from(language, path, module, &def.path) {
-                Some(true) => matched.push(def),
-                Some(false) => {}
-                None => outside = true,
+            if imports_from(language, path, module, &def.path) == Some(true) {
+                matched.push(def);
             }
         }
         match matched.len() {
             1 => Resolution::Resolved(matched.remove(0), rule),
-            0 if outside => Resolution::Unresolved(format!("imported from `{module}`")),
-            0 => Resolution::Unresolved(format!("imported from `{module}`, not defined there")),
+            0 => Resolution::Unresolved(format!("imported from `{module}`")),
             _ => Resolution::Ambiguous(matched),
         }
     }

@@ -4,6 +4,7 @@
 //! `amanctl projects [forget ROOT...]`, `amanctl gc`, `amanctl http enable|disable|status|token`.
 
 mod doctor;
+mod graph;
 mod http;
 mod logs;
 mod mcp;
@@ -69,6 +70,14 @@ enum Command {
     /// Search a project (default: the current directory's) as an agent would, with
     /// ripgrep-like output; `--json` for scripts.
     Search(search::SearchArgs),
+    /// Who calls a definition (resolved by scope; ambiguous calls labelled).
+    Callers(graph::GraphArgs),
+    /// What a definition calls.
+    Callees(graph::GraphArgs),
+    /// What a change reaches: the given definitions, or the working tree's git diff.
+    Impact(graph::GraphArgs),
+    /// Call paths from one definition to another (`--to`).
+    Trace(graph::GraphArgs),
     /// Ask the daemon to stop.
     Stop,
     /// Print the end of the daemon's log (`--follow` to keep printing what it writes).
@@ -195,6 +204,10 @@ fn main() -> ExitCode {
             Command::Stop => stop().await,
             Command::Logs { lines, follow } => logs::logs(lines, follow).await,
             Command::Search(args) => search::search(args).await,
+            Command::Callers(args) => graph::graph("callers", args).await,
+            Command::Callees(args) => graph::graph("callees", args).await,
+            Command::Impact(args) => graph::graph("impact", args).await,
+            Command::Trace(args) => graph::graph("trace", args).await,
             Command::Doctor { json } => doctor::doctor(json).await,
             Command::Service { command } => service::service(command),
             Command::Setup(args) => setup::setup(args),

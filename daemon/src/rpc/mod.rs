@@ -8,14 +8,16 @@ use tokio::sync::Notify;
 use tonic::{Request, Response, Status};
 
 use crate::across;
+mod convert;
 use crate::error::Error;
-use crate::index::progress::IndexState;
 use crate::project::ProjectStatus;
 use crate::registry::Registry;
 use crate::search::fusion::SearchMode;
+use crate::search::graph::GraphParams;
 use crate::search::lookup::{LookupParams, Reference};
 use crate::search::usages::{MAX_USAGES_LIMIT, UsagesParams};
 use crate::search::{SearchParams, Semantic};
+use convert::{graph_reply, project_status_to_pb};
 
 /// Default page size when a request leaves `limit` at 0.
 const DEFAULT_LIMIT: usize = 10;
@@ -161,49 +163,6 @@ fn log_call(call: &str, started: Instant, outcome: Result<usize, &Status>) {
         Err(status) => {
             tracing::info!(call, ms, code = ?status.code(), error = status.message(), "failed")
         }
-    }
-}
-
-fn project_status_to_pb(s: ProjectStatus) -> pb::ProjectStatus {
-    let state = match s.state {
-        IndexState::Indexing => pb::IndexState::Indexing,
-        IndexState::Ready => pb::IndexState::Ready,
-        IndexState::Error => pb::IndexState::Error,
-    };
-    pb::ProjectStatus {
-        root: s.root.to_string_lossy().into_owned(),
-        state: state as i32,
-        files: s.files,
-        chunks: s.chunks,
-        files_done: s.files_done,
-        files_total: s.files_total,
-        index_bytes: s.index_bytes,
-        source_bytes: s.source_bytes,
-        skipped_files: s.skipped.iter().map(|(_, n)| n).sum(),
-        last_error: s.last_error,
-        last_pass_ms: s.last_pass_ms,
-        passes: s.passes,
-        last_pass_changed: s.last_pass_changed,
-        last_pass_removed: s.last_pass_removed,
-        notice: s.notice,
-        watch: s.watch,
-        vectors: s.vectors.map(|v| pb::VectorStatus {
-            model: v.model,
-            embedder: v.embedder,
-            embedded: v.embedded,
-            pending: v.pending,
-            rate: v.rate,
-            health: v.health,
-            from_shared_cache: v.from_shared_cache,
-        }),
-        skipped: s
-            .skipped
-            .into_iter()
-            .map(|(reason, files)| pb::SkipCount {
-                reason: reason.to_string(),
-                files,
-            })
-            .collect(),
     }
 }
 
@@ -386,6 +345,34 @@ impl amanmcp_proto::Daemon for RpcService {
                 })
                 .collect(),
         }))
+    }
+
+    async fn graph(
+        &self,
+        request: Request<pb::GraphRequest>,
+    ) -> Result<Response<pb::GraphReply>, Status> {
+        let req = request.into_inner();
+        let registry = self.registry.clone();
+        let started = Instant::now();
+        let call = format!("graph {} {:?} to={:?}", req.kind, req.symbols, req.to);
+        let found = blocking(move || {
+            let default = if matches!(req.kind.as_str(), "impact" | "trace") {
+                3
+            } else {
+                1
+            };
+            let params = GraphParams {
+                symbols: req.symbols,
+                to: req.to,
+                within: req.path,
+                depth: if req.depth == 0 { default } else { req.depth },
+                diff: req.diff,
+            };
+            registry.open(&req.root, false)?.graph(&req.kind, &params)
+        })
+        .await;
+        log_call(&call, started, found.as_ref().map(|f| f.links.len()));
+        Ok(Response::new(graph_reply(found?)))
     }
 
     async fn verify(

@@ -1,0 +1,114 @@
+//! Replies built from the daemon's own types.
+
+use amanmcp_proto::pb;
+
+use crate::index::progress::IndexState;
+use crate::project::ProjectStatus;
+use crate::search::graph::GraphAnswer;
+use crate::search::graph::resolve::Def;
+
+pub(super) fn project_status_to_pb(s: ProjectStatus) -> pb::ProjectStatus {
+    let state = match s.state {
+        IndexState::Indexing => pb::IndexState::Indexing,
+        IndexState::Ready => pb::IndexState::Ready,
+        IndexState::Error => pb::IndexState::Error,
+    };
+    pb::ProjectStatus {
+        root: s.root.to_string_lossy().into_owned(),
+        state: state as i32,
+        files: s.files,
+        chunks: s.chunks,
+        files_done: s.files_done,
+        files_total: s.files_total,
+        index_bytes: s.index_bytes,
+        source_bytes: s.source_bytes,
+        skipped_files: s.skipped.iter().map(|(_, n)| n).sum(),
+        last_error: s.last_error,
+        last_pass_ms: s.last_pass_ms,
+        passes: s.passes,
+        last_pass_changed: s.last_pass_changed,
+        last_pass_removed: s.last_pass_removed,
+        notice: s.notice,
+        watch: s.watch,
+        vectors: s.vectors.map(|v| pb::VectorStatus {
+            model: v.model,
+            embedder: v.embedder,
+            embedded: v.embedded,
+            pending: v.pending,
+            rate: v.rate,
+            health: v.health,
+            from_shared_cache: v.from_shared_cache,
+        }),
+        skipped: s
+            .skipped
+            .into_iter()
+            .map(|(reason, files)| pb::SkipCount {
+                reason: reason.to_string(),
+                files,
+            })
+            .collect(),
+    }
+}
+
+fn graph_def(def: Def) -> pb::GraphDef {
+    pb::GraphDef {
+        path: def.path,
+        qualified: def.qualified,
+        name: def.name,
+        kind: def.kind,
+        start_line: def.lines.0,
+        end_line: def.lines.1,
+    }
+}
+
+pub(super) fn graph_reply(answer: GraphAnswer) -> pb::GraphReply {
+    pb::GraphReply {
+        targets: answer.targets.into_iter().map(graph_def).collect(),
+        choices: answer.choices.into_iter().map(graph_def).collect(),
+        links: answer
+            .links
+            .into_iter()
+            .map(|l| pb::GraphLink {
+                from: Some(graph_def(l.from)),
+                to: l.to.map(graph_def),
+                name: l.name,
+                path: l.path,
+                line: l.line,
+                label: l.label.as_str().into(),
+                rule: l.rule,
+                candidates: l.candidates.into_iter().map(graph_def).collect(),
+                depth: l.depth,
+                inherits: l.inherits,
+            })
+            .collect(),
+        unexplained: answer.unexplained as u64,
+        unexplained_examples: answer
+            .unexplained_examples
+            .into_iter()
+            .map(|u| pb::GraphUnexplained {
+                path: u.path,
+                line: u.line,
+                why: u.why,
+            })
+            .collect(),
+        impacted: answer
+            .impacted
+            .into_iter()
+            .map(|i| pb::GraphImpacted {
+                def: Some(graph_def(i.def)),
+                distance: i.distance,
+                fan_in: i.fan_in,
+                test: i.test,
+                label: i.label.as_str().into(),
+            })
+            .collect(),
+        paths: answer
+            .paths
+            .into_iter()
+            .map(|p| pb::GraphPath {
+                links: p.into_iter().map(|i| i as u32).collect(),
+            })
+            .collect(),
+        complete: answer.complete,
+    }
+}
