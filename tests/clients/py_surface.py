@@ -52,7 +52,7 @@ async def main(shim, project):
             check("instructions" in init and "lookup" in init["instructions"], "instructions", init)
 
             tools = {t["name"]: t for t in dump(await session.list_tools())["tools"]}
-            check({"search", "lookup", "usages", "similar", "reindex", "index-status"} <= set(tools), "tools", sorted(tools))
+            check({"search", "lookup", "usages", "callers", "callees", "impact", "trace", "similar", "reindex", "index-status"} <= set(tools), "tools", sorted(tools))
             for name, tool in tools.items():
                 for prop, schema in tool["inputSchema"].get("properties", {}).items():
                     check("description" in schema and "type" in schema, f"{name}.{prop} documented", schema)
@@ -85,6 +85,13 @@ async def main(shim, project):
             paths = [h["path"] for h in found["structuredContent"]["results"]]
             check(paths[:1] == ["fresh_module.py"], "hybrid puts the definition first", found)
             check(found["structuredContent"]["semantic"] is True, "hybrid uses vectors", found)
+            callers = dump(await session.call_tool("callers", {"symbol": "verify_password"}))
+            links = callers["structuredContent"]["links"]
+            check([l["from"] for l in links] == ["app/login.py:4 login"] and links[0]["label"] == "resolved", "callers", callers)
+            callees = dump(await session.call_tool("callees", {"symbol": "login", "depth": 2}))
+            check(any(l.get("to") == "app/auth.py:4 verify_password" for l in callees["structuredContent"]["links"]), "callees", callees)
+            bad = dump(await session.call_tool("callers", {"symbol": 7}))
+            check(bad.get("isError") is True and "symbol" in bad["content"][0]["text"], "callers wrong type named", bad)
             bad = dump(await session.call_tool("search", {"query": "x", "mode": "fuzzy"}))
             check(bad.get("isError") is True and "mode" in bad["content"][0]["text"], "bad mode named", bad)
             similar = dump(await session.call_tool("similar", {"path": "pkg/m1.py", "line": 1, "limit": 5}))

@@ -39,7 +39,7 @@ check(caps.tools && caps.resources && caps.prompts && caps.logging, 'capabilitie
 check(client.getServerVersion().name === 'amanmcp', 'server info', client.getServerVersion());
 
 const tools = (await client.listTools()).tools;
-check(['search', 'lookup', 'usages', 'similar', 'reindex', 'index-status'].every(n => tools.some(t => t.name === n)), 'tools/list', tools.map(t => t.name));
+check(['search', 'lookup', 'usages', 'callers', 'callees', 'impact', 'trace', 'similar', 'reindex', 'index-status'].every(n => tools.some(t => t.name === n)), 'tools/list', tools.map(t => t.name));
 
 // search (the SDK validates structuredContent against outputSchema)
 let hit;
@@ -72,6 +72,18 @@ check(!found.isError && found.structuredContent.matches[0].kind === 'function', 
 const used = await client.callTool({ name: 'usages', arguments: { name: 'verify_password' } });
 const first = used.structuredContent && used.structuredContent.usages[0];
 check(!used.isError && first && first.definition === true && first.path === 'app/auth.py', 'usages: the definition first', used);
+
+// The graph tools (structuredContent checked against each outputSchema by the SDK).
+const callers = await client.callTool({ name: 'callers', arguments: { symbol: 'verify_password' } });
+check(!callers.isError && callers.structuredContent.links.length === 1 && callers.structuredContent.links[0].from === 'app/login.py:4 login' && callers.structuredContent.links[0].label === 'resolved', 'callers', callers.structuredContent);
+const callees = await client.callTool({ name: 'callees', arguments: { symbol: 'login' } });
+check(!callees.isError && callees.structuredContent.links.some(l => l.to === 'app/auth.py:4 verify_password'), 'callees', callees.structuredContent);
+const impact = await client.callTool({ name: 'impact', arguments: { symbols: ['verify_password'] } });
+check(!impact.isError && impact.structuredContent.impacted.map(i => i.symbol).join() === 'login', 'impact', impact.structuredContent);
+const trace = await client.callTool({ name: 'trace', arguments: { from: 'login', to: 'verify_password' } });
+check(!trace.isError && trace.structuredContent.paths.length === 1, 'trace', trace.structuredContent);
+const nobody = await client.callTool({ name: 'callers', arguments: { symbol: 'no_such_function' } });
+check(nobody.isError === true && nobody.content[0].text.includes('no definition'), 'callers of an unknown name is a tool error', nobody);
 
 const similar = await client.callTool({ name: 'similar', arguments: { snippet: 'digest = hashlib.pbkdf2_hmac("sha256", candidate, user.salt, 1)' } });
 check(!similar.isError && similar.structuredContent.results.some(h => h.path === 'app/auth.py'), 'similar by snippet', similar);

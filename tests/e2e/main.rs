@@ -6,6 +6,7 @@ mod answers;
 mod budget;
 mod compaction;
 mod daemon;
+mod graph;
 mod hardening;
 mod http;
 mod index;

@@ -15,6 +15,14 @@ def verify_password(user, candidate):
     return digest == user.password_digest
 "#;
 
+/// Calls `verify_password` (the graph tools' fixture in the SDK scripts).
+pub(crate) const LOGIN_PY: &str = "from app.auth import verify_password
+
+
+def login(user, attempt):
+    return verify_password(user, attempt)
+";
+
 const LIB_RS: &str = r#"/// Parses the retry budget from the environment.
 pub fn parseRetryBudget(raw: &str) -> Option<u32> {
     raw.trim().parse().ok()
@@ -50,6 +58,7 @@ fn python_sdk_client_finds_a_function_by_a_word_from_its_body() {
 pub(crate) fn surface_project(env: &TestEnv) -> std::path::PathBuf {
     let mut files: Vec<(String, String)> = vec![
         ("app/auth.py".into(), AUTH_PY.into()),
+        ("app/login.py".into(), LOGIN_PY.into()),
         (".env".into(), "KEY=1\n".into()),
     ];
     for i in 0..230 {
@@ -71,7 +80,11 @@ pub(crate) fn surface_project(env: &TestEnv) -> std::path::PathBuf {
 pub(crate) fn ts_project(env: &TestEnv) -> std::path::PathBuf {
     env.project(
         "tsproj",
-        &[("app/auth.py", AUTH_PY), ("src/lib.rs", LIB_RS)],
+        &[
+            ("app/auth.py", AUTH_PY),
+            ("app/login.py", LOGIN_PY),
+            ("src/lib.rs", LIB_RS),
+        ],
     )
 }
 

@@ -41,7 +41,7 @@ fn amanctl_mcp_check_and_call_use_the_projects_configured_servers() {
     assert!(out.contains(".mcp.json: 2 servers"), "{out}");
     assert!(
         out.contains("ok   amanmcp (amanmcp 0.1.0)")
-            && out.contains("search, similar, lookup, usages, reindex, index-status"),
+            && out.contains("search, similar, lookup, usages, callers, callees, impact, trace, reindex, index-status"),
         "{out}"
     );
     assert!(

@@ -83,7 +83,7 @@ const CALLABLE: &[&str] = &[
     "mixin",
 ];
 /// Kinds whose members are methods.
-const CLASS_LIKE: &[&str] = &[
+pub const CLASS_LIKE: &[&str] = &[
     "class",
     "struct",
     "interface",
@@ -376,12 +376,11 @@ impl<'v> Resolver<'v> {
             let all: Vec<Def> = functions.iter().chain(&methods).cloned().collect();
             return Ok(self.in_module(path, language, &module, all, "module"));
         }
-        // A class named by the receiver (`Foo.bar`, `Foo::new`, an alias of one).
-        let last = receiver
-            .rsplit(['.', ':'])
-            .next()
-            .unwrap_or(receiver)
-            .trim();
+        // A class named by the receiver (`Foo.bar`, `Foo::new`, an alias of one), or one
+        // constructed there (`Foo().bar`, `new Foo().bar`).
+        let constructed = constructor(receiver);
+        let named = constructed.unwrap_or(receiver);
+        let last = named.rsplit(['.', ':']).next().unwrap_or(named).trim();
         let class_name = match self.import_of(path, last)? {
             Some(Import {
                 name: Some(name), ..
@@ -517,6 +516,29 @@ impl<'v> Resolver<'v> {
             _ => Resolution::Ambiguous(matched),
         }
     }
+}
+
+/// The class a receiver constructs: `Foo(1)` and `new Foo(a, b)` -> `Foo`.
+fn constructor(receiver: &str) -> Option<&str> {
+    let inner = receiver.strip_suffix(')')?;
+    let mut depth = 0usize;
+    for (at, c) in inner.char_indices().rev() {
+        match c {
+            ')' => depth += 1,
+            '(' if depth == 0 => {
+                let callee = inner[..at].trim();
+                let callee = callee.strip_prefix("new ").unwrap_or(callee).trim();
+                let simple = !callee.is_empty()
+                    && callee
+                        .chars()
+                        .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | ':'));
+                return simple.then_some(callee);
+            }
+            '(' => depth -= 1,
+            _ => {}
+        }
+    }
+    None
 }
 
 /// A member reached through a receiver whose class is unknown: ambiguous among the

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
-use super::resolve::{Def, Resolution, Resolver};
+use super::resolve::{CLASS_LIKE, Def, Resolution, Resolver};
 use super::{
     GraphAnswer, GraphView, Impacted, Label, Link, MAX_DEPTH, MAX_EXAMPLES, MAX_FILES, MAX_LINKS,
     Unexplained, is_test,
@@ -59,7 +59,14 @@ impl<'v> Walk<'v> {
                     .split(['.', ':', '#', '/', '\\'])
                     .filter(|s| !s.is_empty())
                     .collect();
-                qualified.ends_with(&segments)
+                // Or qualified by its module: `net.load` for `load` in `pkg/net.py`.
+                let module = d
+                    .path
+                    .rsplit_once('.')
+                    .map_or(d.path.as_str(), |(stem, _)| stem);
+                let mut full: Vec<&str> = module.split('/').collect();
+                full.extend(&qualified);
+                qualified.ends_with(&segments) || full.ends_with(&segments)
             })
             .filter(|d| within.is_none_or(|w| d.path == w || d.path.starts_with(&format!("{w}/"))))
             .cloned()
@@ -154,6 +161,16 @@ impl<'v> Walk<'v> {
         let mut found = Vec::new();
         for r in refs.refs.iter().filter(|r| r.kind == RefKind::Call) {
             if r.line < def.lines.0 || r.line > def.lines.1 {
+                continue;
+            }
+            // A class calls what its own body does, not what its methods do (they are
+            // callees of their own).
+            if CLASS_LIKE.contains(&def.kind.as_str())
+                && self
+                    .resolver
+                    .enclosing(&def.path, r.line)?
+                    .is_some_and(|inner| inner.qualified != def.qualified)
+            {
                 continue;
             }
             let (to, label, rule, candidates) = match self.resolver.resolve(&def.path, r)? {
