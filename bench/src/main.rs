@@ -12,6 +12,7 @@ mod ann;
 mod cosqa;
 mod cv;
 mod freshness;
+mod graph;
 mod index;
 mod localize;
 mod semble;
@@ -78,6 +79,9 @@ enum BenchCommand {
     /// category and language in every mode, beside the peers' published figures, through
     /// the real daemon and shim. Materialize the checkouts first with its `materialize.sh`.
     Semble(semble::Options),
+    /// The code graph's callers against compiler-grade gold edges (`bench/graph/gold`):
+    /// precision, recall, ambiguous share, false-safe rate and latency per repository.
+    Graph(graph::Options),
     /// Leave-one-repository-out cross-validation over `semble --dump` runs, one per setting
     /// of the ranking's parameters: the CV figure beside the in-sample one.
     Cv(cv::Options),
@@ -151,6 +155,10 @@ fn main() -> anyhow::Result<()> {
             runtime.block_on(semble::run(options))
         }
         BenchCommand::Cv(options) => cv::run(options),
+        BenchCommand::Graph(options) => {
+            let runtime = tokio::runtime::Runtime::new()?;
+            runtime.block_on(graph::run(options))
+        }
         BenchCommand::Stress(options) => {
             let runtime = tokio::runtime::Runtime::new()?;
             runtime.block_on(stress::run(options))

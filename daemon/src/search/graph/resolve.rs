@@ -445,7 +445,13 @@ impl<'v> Resolver<'v> {
                 })
             }
         };
-        let mut local: Vec<&Def> = functions.iter().filter(in_scope).collect();
+        // An alias (`import X as Y`) is bound by its import only: a local `X` is another name.
+        let aliased = r.name != name;
+        let mut local: Vec<&Def> = functions
+            .iter()
+            .filter(|_| !aliased)
+            .filter(in_scope)
+            .collect();
         local.sort_by_key(|d| (d.lines.0 > r.line, d.lines.0.abs_diff(r.line)));
         if let Some(def) = local.first() {
             return Ok(Resolution::Resolved((*def).clone(), "same file"));

@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Gold caller edges from a SCIP dump (scip_dump.cjs) and the checkout it was made from.
+
+A gold caller of a definition is the innermost enclosing definition of each reference to
+the definition's symbol (functions, methods and classes defined in the project; references
+at a file's top level have none). Definitions' extents come from the language's own parser
+(Python: `ast`); SCIP gives where each symbol is defined and referenced.
+
+Prints TSV rows: callee_path callee_line callee_qualified caller_path caller_line
+caller_name is_call (lines 1-based, at the definition's name; is_call: the reference is
+followed by `(`).
+
+Usage: gold.py DUMP.jsonl CHECKOUT > gold.tsv
+"""
+import ast
+import json
+import re
+import sys
+from pathlib import Path
+
+
+def qualified(symbol):
+    """`scip-python python pkg 0 `a.b`/Class#method().` -> `Class.method`."""
+    descriptors = symbol.split(" ", 4)[-1]
+    inner = descriptors.split("/", 1)[-1] if "/" in descriptors else descriptors
+    names = [n for n in re.split(r"[#.]|\(\)", inner) if n and n != "__init__:"]
+    return ".".join(n.strip("`") for n in names)
+
+
+def callable_symbol(symbol):
+    return symbol.endswith("().") or symbol.endswith("#")
+
+
+def python_defs(text):
+    """(name, name line, first line, last line) of each function and class."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            out.append((node.name, node.lineno, first, node.end_lineno))
+    return out
+
+
+def main(dump, checkout):
+    occurrences = [json.loads(line) for line in open(dump) if line.strip()]
+    definitions = {}
+    for o in occurrences:
+        if o["def"] and callable_symbol(o["symbol"]):
+            definitions[o["symbol"]] = (o["path"], o["line"] + 1)
+    extents = {}
+    lines = {}
+    rows = set()
+    for o in occurrences:
+        if o["def"] or o["symbol"] not in definitions:
+            continue
+        path = o["path"]
+        if path not in extents:
+            text = (Path(checkout) / path).read_text(errors="replace")
+            lines[path] = text.splitlines()
+            extents[path] = python_defs(text) if path.endswith(".py") else []
+        line = o["line"] + 1
+        around = [d for d in extents[path] if d[2] <= line <= d[3] and d[1] != line]
+        if not around:
+            continue
+        caller = min(around, key=lambda d: d[3] - d[2])
+        after = lines[path][o["line"]][o["end"]:] if o["line"] < len(lines[path]) else ""
+        is_call = after.lstrip().startswith("(")
+        callee_path, callee_line = definitions[o["symbol"]]
+        rows.add((callee_path, callee_line, qualified(o["symbol"]), path, caller[1], caller[0], int(is_call)))
+    for row in sorted(rows):
+        print("\t".join(str(v) for v in row))
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
