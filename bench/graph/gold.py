@@ -4,7 +4,8 @@
 A gold caller of a definition is the innermost enclosing definition of each reference to
 the definition's symbol (functions, methods and classes defined in the project; references
 at a file's top level have none). Definitions' extents come from the language's own parser
-(Python: `ast`); SCIP gives where each symbol is defined and referenced.
+(Python: `ast`) or from the indexer's own extents (scip-typescript's enclosing ranges);
+SCIP gives where each symbol is defined and referenced.
 
 Prints TSV rows: callee_path callee_line callee_qualified caller_path caller_line
 caller_name is_call (lines 1-based, at the definition's name; is_call: the reference is
@@ -22,7 +23,14 @@ from pathlib import Path
 def qualified(symbol):
     """`scip-python python pkg 0 `a.b`/Class#method().` -> `Class.method`."""
     descriptors = symbol.split(" ", 4)[-1]
-    inner = descriptors.split("/", 1)[-1] if "/" in descriptors else descriptors
+    # The namespaces (module, file) end with `/`; backticks quote names holding specials.
+    quoted, last = False, -1
+    for i, c in enumerate(descriptors):
+        if c == "`":
+            quoted = not quoted
+        elif c == "/" and not quoted:
+            last = i
+    inner = descriptors[last + 1:]
     names = [n for n in re.split(r"[#.]|\(\)", inner) if n and n != "__init__:"]
     return ".".join(n.strip("`") for n in names)
 
@@ -48,9 +56,14 @@ def python_defs(text):
 def main(dump, checkout):
     occurrences = [json.loads(line) for line in open(dump) if line.strip()]
     definitions = {}
+    indexer_extents = {}
     for o in occurrences:
         if o["def"] and callable_symbol(o["symbol"]):
             definitions[o["symbol"]] = (o["path"], o["line"] + 1)
+            if o.get("enc"):
+                name = qualified(o["symbol"]).rsplit(".", 1)[-1]
+                first, last = o["enc"]
+                indexer_extents.setdefault(o["path"], []).append((name, o["line"] + 1, first + 1, last + 1))
     extents = {}
     lines = {}
     rows = set()
@@ -61,7 +74,7 @@ def main(dump, checkout):
         if path not in extents:
             text = (Path(checkout) / path).read_text(errors="replace")
             lines[path] = text.splitlines()
-            extents[path] = python_defs(text) if path.endswith(".py") else []
+            extents[path] = python_defs(text) if path.endswith(".py") else indexer_extents.get(path, [])
         line = o["line"] + 1
         around = [d for d in extents[path] if d[2] <= line <= d[3] and d[1] != line]
         if not around:

@@ -1,5 +1,6 @@
 // Print a SCIP index's occurrences of project symbols, one JSON object per line:
-// {path, line, col, end, def, symbol} (0-based line and columns, as SCIP has them).
+// {path, line, col, end, def, symbol, enc} (0-based lines and columns, as SCIP has them;
+// enc: the definition's whole extent [first line, last line] when the indexer gives it).
 // Usage: node scip_dump.cjs INDEX.scip
 const fs = require('fs');
 const { scip } = require('@sourcegraph/scip-typescript/dist/src/scip.js');
@@ -13,7 +14,9 @@ for (const doc of index.documents) {
     const [line, col, a, b] = occ.range;
     // A three-element range is on one line: [line, start, end].
     const end = occ.range.length === 3 ? a : b;
-    out.push(JSON.stringify({ path: doc.relative_path, line, col, end, def: (occ.symbol_roles & 1) === 1, symbol }));
+    const e = occ.enclosing_range || [];
+    const enc = e.length === 3 ? [e[0], e[0]] : e.length === 4 ? [e[0], e[2]] : null;
+    out.push(JSON.stringify({ path: doc.relative_path, line, col, end, def: (occ.symbol_roles & 1) === 1, symbol, enc }));
   }
 }
 process.stdout.write(out.join('\n') + '\n');
