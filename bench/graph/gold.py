@@ -4,8 +4,9 @@
 A gold caller of a definition is the innermost enclosing definition of each reference to
 the definition's symbol (functions, methods and classes defined in the project; references
 at a file's top level have none). Definitions' extents come from the language's own parser
-(Python: `ast`) or from the indexer's own extents (scip-typescript's enclosing ranges);
-SCIP gives where each symbol is defined and referenced.
+(Python: `ast`; JavaScript/TypeScript: the TypeScript compiler's parser, `ts_extents.cjs`);
+SCIP gives where each symbol is defined and referenced. A reference to a class's
+constructor (`new C()`) counts as one to the class.
 
 Prints TSV rows: callee_path callee_line callee_qualified caller_path caller_line
 caller_name is_call (lines 1-based, at the definition's name; is_call: the reference is
@@ -16,8 +17,12 @@ Usage: gold.py DUMP.jsonl CHECKOUT > gold.tsv
 import ast
 import json
 import re
+import subprocess
 import sys
 from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SCRIPT_SUFFIXES = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts")
 
 
 def qualified(symbol):
@@ -53,17 +58,30 @@ def python_defs(text):
     return out
 
 
+def script_defs(checkout, paths):
+    """Extents of JS/TS definitions, from the TypeScript compiler (ts_extents.cjs)."""
+    found = {}
+    paths = sorted(paths)
+    for start in range(0, len(paths), 200):
+        out = subprocess.run(
+            ["node", str(HERE / "ts_extents.cjs"), checkout, *paths[start:start + 200]],
+            check=True, capture_output=True, text=True,
+        ).stdout
+        found.update({p: [tuple(d) for d in defs] for p, defs in json.loads(out).items()})
+    return found
+
+
 def main(dump, checkout):
     occurrences = [json.loads(line) for line in open(dump) if line.strip()]
-    definitions = {}
-    indexer_extents = {}
     for o in occurrences:
-        if o["def"] and callable_symbol(o["symbol"]):
+        # `new C()` refers to C's constructor: count it as a reference to C.
+        if o["symbol"].endswith("#<constructor>()."):
+            o["symbol"] = o["symbol"][: -len("<constructor>().")]
+    definitions = {}
+    for o in occurrences:
+        if o["def"] and callable_symbol(o["symbol"]) and o["symbol"] not in definitions:
             definitions[o["symbol"]] = (o["path"], o["line"] + 1)
-            if o.get("enc"):
-                name = qualified(o["symbol"]).rsplit(".", 1)[-1]
-                first, last = o["enc"]
-                indexer_extents.setdefault(o["path"], []).append((name, o["line"] + 1, first + 1, last + 1))
+    scripts = script_defs(checkout, {o["path"] for o in occurrences if o["path"].endswith(SCRIPT_SUFFIXES)})
     extents = {}
     lines = {}
     rows = set()
@@ -74,7 +92,7 @@ def main(dump, checkout):
         if path not in extents:
             text = (Path(checkout) / path).read_text(errors="replace")
             lines[path] = text.splitlines()
-            extents[path] = python_defs(text) if path.endswith(".py") else indexer_extents.get(path, [])
+            extents[path] = python_defs(text) if path.endswith(".py") else scripts.get(path, [])
         line = o["line"] + 1
         around = [d for d in extents[path] if d[2] <= line <= d[3] and d[1] != line]
         if not around:
