@@ -6,8 +6,8 @@
 /// Bump when chunking or symbols change, or what redaction blanks (the text chunked is the
 /// redacted text): indexes made by another version read and chunk every file again on their
 /// next full pass (vectors of unchanged chunk texts are reused from the embedding cache).
-/// 7: the secret rule set. 8: references and imports for the code graph.
-pub const CHUNKER_VERSION: u64 = 8;
+/// 7: the secret rule set. 8: references and imports for the code graph. 9: declared types.
+pub const CHUNKER_VERSION: u64 = 9;
 
 pub mod syntax;
 

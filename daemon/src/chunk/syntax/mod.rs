@@ -7,6 +7,7 @@
 //! members; items that are too large are split into line windows labelled with the item; small
 //! neighbours are merged. Every item found is also returned as a [`Symbol`] for `lookup`.
 
+mod bindings;
 mod builder;
 mod components;
 mod languages;

@@ -10,6 +10,8 @@
 
 use tree_sitter::Node;
 
+pub use super::bindings::Binding;
+use super::bindings::bindings;
 use super::builder::node_text;
 
 /// What a reference does with the name.
@@ -49,13 +51,15 @@ pub struct Import {
     pub line: u32,
 }
 
-/// A file's references and imports.
+/// A file's references, imports and declared types.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FileRefs {
     /// References in source order.
     pub refs: Vec<Reference>,
     /// Imports in source order.
     pub imports: Vec<Import>,
+    /// Names declared with a type, in source order.
+    pub bindings: Vec<Binding>,
 }
 
 /// Receivers are kept up to this many bytes (a long chained expression says little more).
@@ -111,6 +115,7 @@ pub fn extract(language: &str, root: Node<'_>, src: &str) -> FileRefs {
         } else {
             imports(language, node, src, &mut out.imports);
             inherits(language, node, src, &mut out.refs);
+            bindings(language, node, src, &mut out.bindings);
         }
         // Children in reverse, so nodes pop in source order.
         let start = stack.len();
@@ -145,6 +150,10 @@ fn cut_receiver(receiver: &str) -> String {
 }
 
 /// The called name and the receiver written before it.
+pub(super) fn callee_name<'s>(call: Node<'_>, src: &'s str) -> Option<(&'s str, Option<&'s str>)> {
+    callee(call, src)
+}
+
 fn callee<'s>(call: Node<'_>, src: &'s str) -> Option<(&'s str, Option<&'s str>)> {
     for field in NAME_FIELDS {
         if let Some(name) = call.child_by_field_name(field)

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use heed::{BoxedError, BytesDecode, BytesEncode};
 
 use super::records::{ChunkRecord, FileRecord, SymbolRecord};
-use crate::chunk::syntax::refs::{FileRefs, Import, RefKind, Reference};
+use crate::chunk::syntax::refs::{Binding, FileRefs, Import, RefKind, Reference};
 
 struct Writer(Vec<u8>);
 
@@ -196,8 +196,8 @@ impl<'a> BytesDecode<'a> for SymbolsCodec {
     }
 }
 
-/// [`FileRefs`]: the references (name, line, kind, receiver), then the imports (module,
-/// name, local name, line).
+/// [`FileRefs`]: the references (name, line, kind, receiver), the imports (module, name,
+/// local name, line), then the bindings (name, type, line).
 pub enum RefsCodec {}
 
 impl<'a> BytesEncode<'a> for RefsCodec {
@@ -222,6 +222,12 @@ impl<'a> BytesEncode<'a> for RefsCodec {
             w.opt_str(i.name.as_deref());
             w.str(&i.local);
             w.u32(i.line);
+        }
+        w.u32(item.bindings.len() as u32);
+        for b in &item.bindings {
+            w.str(&b.name);
+            w.str(&b.type_name);
+            w.u32(b.line);
         }
         Ok(Cow::Owned(w.0))
     }
@@ -255,7 +261,20 @@ impl<'a> BytesDecode<'a> for RefsCodec {
                 line: r.u32()?,
             });
         }
-        Ok(FileRefs { refs, imports })
+        let n = r.u32()? as usize;
+        let mut bindings = Vec::with_capacity(n.min(1 << 16));
+        for _ in 0..n {
+            bindings.push(Binding {
+                name: r.string()?,
+                type_name: r.string()?,
+                line: r.u32()?,
+            });
+        }
+        Ok(FileRefs {
+            refs,
+            imports,
+            bindings,
+        })
     }
 }
 

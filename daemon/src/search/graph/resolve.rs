@@ -197,12 +197,28 @@ impl<'v> Resolver<'v> {
         let Some(parent) = &me.parent else {
             return Ok(None);
         };
-        Ok(symbols
+        let around = symbols
             .iter()
             .filter(|s| &s.qualified == parent && s.start_line <= me.start_line)
             .filter(|s| s.end_line >= me.end_line)
             .find(|s| CLASS_LIKE.contains(&s.kind.as_str()))
-            .cloned())
+            .cloned();
+        // A method declared apart from its type (Go's `func (p *Pool) Drain()`) names it.
+        Ok(around.or_else(|| {
+            (me.kind == "method").then(|| SymbolRecord {
+                name: parent
+                    .rsplit(['.', ':'])
+                    .next()
+                    .unwrap_or(parent)
+                    .to_string(),
+                qualified: parent.clone(),
+                kind: "struct".into(),
+                start_line: me.start_line,
+                end_line: me.end_line,
+                signature: String::new(),
+                parent: None,
+            })
+        }))
     }
 
     fn is_method(&self, def: &Def) -> Result<bool, IndexError> {
@@ -263,6 +279,10 @@ impl<'v> Resolver<'v> {
         let mut methods = Vec::new();
         let mut functions = Vec::new();
         for def in all.iter() {
+            // Code calls code of its own language (JS and TS, C and C++ each one family).
+            if !same_family(&language, &self.language(&def.path)?) {
+                continue;
+            }
             if self.is_method(def)? {
                 methods.push(def.clone());
             } else {
@@ -296,7 +316,12 @@ impl<'v> Resolver<'v> {
                     _ => Resolution::Ambiguous(inherited),
                 })
             }
-            Some(receiver) => self.qualified(path, &language, receiver, methods, functions, &name),
+            Some(receiver) => {
+                if let Some(found) = self.declared(path, r.line, receiver, &methods)? {
+                    return Ok(found);
+                }
+                self.qualified(path, &language, receiver, methods, functions, &name)
+            }
             None => self.bare(path, &language, r, import, class, methods, functions, &name),
         }
     }
@@ -346,6 +371,100 @@ impl<'v> Resolver<'v> {
             1 => Resolution::Resolved(inherited.remove(0), "base class"),
             0 => pick(methods, "method", name),
             _ => Resolution::Ambiguous(inherited),
+        })
+    }
+
+    /// The type `receiver` was declared with nearest above `line`: a local or parameter of
+    /// the same definition (or of the file's top level), or a field (`self.x`, `this.x`)
+    /// of the same class.
+    fn declared_type(
+        &self,
+        path: &str,
+        line: u32,
+        receiver: &str,
+    ) -> Result<Option<String>, IndexError> {
+        let refs = self.refs(path)?;
+        let field = receiver.starts_with("self.") || receiver.starts_with("this.");
+        let scope = if field {
+            self.enclosing_class(path, line)?
+        } else {
+            self.enclosing(path, line)?
+                .filter(|s| !CLASS_LIKE.contains(&s.kind.as_str()))
+        };
+        let within = |l: u32| match &scope {
+            Some(s) => s.start_line <= l && l <= s.end_line,
+            None => true,
+        };
+        let mut best: Option<&crate::chunk::syntax::refs::Binding> = None;
+        for b in refs.bindings.iter().filter(|b| b.name == receiver) {
+            // A field may be declared anywhere in its class; a local only above its use.
+            let usable = if field {
+                within(b.line)
+            } else {
+                b.line <= line && (within(b.line) || self.enclosing(path, b.line)?.is_none())
+            };
+            if usable
+                && best.is_none_or(|x| {
+                    (x.line > line, x.line.abs_diff(line)) > (b.line > line, b.line.abs_diff(line))
+                })
+            {
+                best = Some(b);
+            }
+        }
+        Ok(best.map(|b| b.type_name.clone()))
+    }
+
+    /// `receiver.name` where the receiver was declared with a type: that type's member,
+    /// else one of its bases'.
+    fn declared(
+        &self,
+        path: &str,
+        line: u32,
+        receiver: &str,
+        methods: &[Def],
+    ) -> Result<Option<Resolution>, IndexError> {
+        let Some(ty) = self.declared_type(path, line, receiver)? else {
+            return Ok(None);
+        };
+        let mut own = Vec::new();
+        let mut owners = Vec::new();
+        for def in methods {
+            if let Some(owner) = self.owner(def)? {
+                if owner.name == ty {
+                    own.push(def.clone());
+                }
+                owners.push((def.clone(), owner.name));
+            }
+        }
+        match own.len() {
+            1 => return Ok(Some(Resolution::Resolved(own.remove(0), "declared type"))),
+            0 => {}
+            _ => return Ok(Some(Resolution::Ambiguous(own))),
+        }
+        // The declared type's bases (one level), wherever the type is defined.
+        let mut bases = Vec::new();
+        for class in self.definitions(&ty)?.iter() {
+            if CLASS_LIKE.contains(&class.kind.as_str())
+                && let Some(symbol) = self
+                    .symbols(&class.path)?
+                    .iter()
+                    .find(|s| s.qualified == class.qualified && s.start_line == class.lines.0)
+            {
+                bases.extend(self.bases(&class.path, symbol)?);
+            }
+        }
+        let mut inherited: Vec<Def> = owners
+            .into_iter()
+            .filter(|(_, owner)| bases.contains(owner))
+            .map(|(def, _)| def)
+            .collect();
+        Ok(match inherited.len() {
+            1 => Some(Resolution::Resolved(
+                inherited.remove(0),
+                "declared type's base",
+            )),
+            0 => None,
+            _ => Some(Resolution::Ambiguous(inherited)),
         })
     }
 
@@ -522,6 +641,18 @@ impl<'v> Resolver<'v> {
             _ => Resolution::Ambiguous(matched),
         }
     }
+}
+
+/// Whether code in language `a` can call code in language `b`.
+fn same_family(a: &str, b: &str) -> bool {
+    fn family(l: &str) -> &str {
+        match l {
+            "javascript" | "typescript" | "tsx" | "vue" | "svelte" => "js",
+            "c" | "cpp" => "c",
+            other => other,
+        }
+    }
+    family(a) == family(b)
 }
 
 /// The class a receiver constructs: `Foo(1)` and `new Foo(a, b)` -> `Foo`.

@@ -294,3 +294,66 @@ fn callees_and_impact_walk_the_graph() {
         .collect();
     assert_eq!(hops, ["mid", "leaf"]);
 }
+
+#[test]
+fn receivers_typed_by_what_is_written_pick_their_class() {
+    let view = fixture(&[
+        (
+            "m.py",
+            "class A:\n    def close(self):\n        pass\n\nclass B:\n    def close(self):\n        pass\n\nclass C(B):\n    pass\n\nclass Holder:\n    def __init__(self):\n        self.conn = A()\n\n    def stop(self, other: B, third: 'C'):\n        self.conn.close()\n        other.close()\n        made = C()\n        made.close()\n",
+        ),
+        (
+            "s.ts",
+            "class Pool { drain() {} }\nclass Cache { drain() {} }\nclass Svc {\n  constructor(private pool: Pool) {}\n  stop(c: Cache) { this.pool.drain(); c.drain(); const p = new Pool(); p.drain(); }\n}\n",
+        ),
+        (
+            "src/lib.rs",
+            "struct Pool;\nimpl Pool { fn new() -> Pool { Pool } fn drain(&self) {} }\nstruct Cache;\nimpl Cache { fn drain(&self) {} }\nfn stop(c: &Cache) {\n    let p = Pool::new();\n    p.drain();\n    c.drain();\n}\n",
+        ),
+        (
+            "g/g.go",
+            "package g\n\ntype Pool struct{}\n\nfunc (p *Pool) Drain() {}\n\ntype Cache struct{}\n\nfunc (c *Cache) Drain() {}\n\nfunc Stop(c *Cache) {\n\tp := &Pool{}\n\tp.Drain()\n\tc.Drain()\n}\n",
+        ),
+    ]);
+    assert_eq!(
+        resolve(&view, "m.py", 17, "close"),
+        "m.py:A.close (declared type)"
+    );
+    assert_eq!(
+        resolve(&view, "m.py", 18, "close"),
+        "m.py:B.close (declared type)"
+    );
+    assert_eq!(
+        resolve(&view, "m.py", 20, "close"),
+        "m.py:B.close (declared type's base)"
+    );
+    assert_eq!(resolve(&view, "s.ts", 5, "drain").len() > 0, true);
+    let walk = Walk::new(&view);
+    let refs = view.refs_of("s.ts").unwrap();
+    let drains: Vec<String> = refs
+        .refs
+        .iter()
+        .filter(|r| r.name == "drain")
+        .map(|r| match walk.resolver.resolve("s.ts", r).unwrap() {
+            Resolution::Resolved(def, _) => def.qualified,
+            other => format!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(drains, ["Pool.drain", "Cache.drain", "Pool.drain"]);
+    assert_eq!(
+        resolve(&view, "src/lib.rs", 7, "drain"),
+        "src/lib.rs:Pool::drain (declared type)"
+    );
+    assert_eq!(
+        resolve(&view, "src/lib.rs", 8, "drain"),
+        "src/lib.rs:Cache::drain (declared type)"
+    );
+    assert_eq!(
+        resolve(&view, "g/g.go", 13, "Drain"),
+        "g/g.go:Pool.Drain (declared type)"
+    );
+    assert_eq!(
+        resolve(&view, "g/g.go", 14, "Drain"),
+        "g/g.go:Cache.Drain (declared type)"
+    );
+}

@@ -1,0 +1,222 @@
+//! Declared types of names, as written: `x: Foo`, `x = Foo(...)`, `let x = Foo::new()`,
+//! `const x = new Foo()`, `self.x: Foo`, `this.x = new Foo()`, `x := &Foo{}`, `Foo x`. The
+//! graph types a call's receiver by the nearest of these above it, so `x.close()` reaches
+//! `Foo.close` and not every `close`. Only what is written down is recorded: no inference.
+
+use tree_sitter::Node;
+
+use super::builder::node_text;
+use super::refs::callee_name;
+
+/// A name and the type it was declared with (or constructed as).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binding {
+    /// The variable, parameter or field as a receiver is written (`conn`, `self.conn`,
+    /// `this.conn`).
+    pub name: String,
+    /// The type's bare name (`Connection`).
+    pub type_name: String,
+    /// Line (1-based).
+    pub line: u32,
+}
+
+/// Generic wrappers whose argument is the type meant (`Optional[Foo]`, `Arc<Foo>`).
+const WRAPPERS: &[&str] = &[
+    "Optional",
+    "Union",
+    "List",
+    "Dict",
+    "Set",
+    "Tuple",
+    "Type",
+    "Sequence",
+    "Iterable",
+    "Iterator",
+    "Callable",
+    "Any",
+    "Awaitable",
+    "ClassVar",
+    "Final",
+    "Annotated",
+    "Mapping",
+    "Vec",
+    "Box",
+    "Option",
+    "Rc",
+    "Arc",
+    "RefCell",
+    "Cell",
+    "Mutex",
+    "RwLock",
+    "Result",
+    "Promise",
+    "Array",
+    "Readonly",
+    "Partial",
+    "Record",
+    "Cow",
+];
+
+/// The type a type expression names: its first identifier that is not a wrapper (and, but
+/// in Go, starts with a capital letter).
+fn type_name(language: &str, node: Node<'_>, src: &str) -> Option<String> {
+    let mut stack = vec![node];
+    let mut cursor = node.walk();
+    while let Some(n) = stack.pop() {
+        let kind = n.kind();
+        if kind == "type_identifier" || kind == "identifier" || kind == "constant" {
+            let text = node_text(n, src);
+            let capital = text.chars().next().is_some_and(char::is_uppercase);
+            if (capital || language == "go" && kind == "type_identifier")
+                && !WRAPPERS.contains(&text)
+            {
+                return Some(text.to_string());
+            }
+        }
+        let start = stack.len();
+        stack.extend(n.named_children(&mut cursor));
+        stack[start..].reverse();
+    }
+    None
+}
+
+/// The type a value constructs: `Foo(...)`, `new Foo()`, `Foo::new()`, `Foo { .. }`,
+/// `&Foo{}`, `mod.Foo(...)`.
+fn constructed(language: &str, value: Node<'_>, src: &str) -> Option<String> {
+    let capital = |s: &str| s.chars().next().is_some_and(char::is_uppercase);
+    match value.kind() {
+        "call" | "call_expression" | "new_expression" | "object_creation_expression" => {
+            let (name, receiver) = callee_name(value, src)?;
+            if capital(name) {
+                return Some(name.to_string());
+            }
+            // `Foo::new()`, `Foo.create()`: the receiver names the type.
+            let last = receiver?
+                .trim_end_matches([':', '.'])
+                .rsplit([':', '.'])
+                .next()?
+                .to_string();
+            capital(&last).then_some(last)
+        }
+        "struct_expression" | "composite_literal" => {
+            let ty = value
+                .child_by_field_name("name")
+                .or_else(|| value.child_by_field_name("type"))?;
+            type_name(language, ty, src)
+        }
+        "unary_expression" | "await" | "await_expression" | "parenthesized_expression" => {
+            constructed(language, value.named_child(0)?, src)
+        }
+        _ => None,
+    }
+}
+
+/// The receiver spelling of a declared name (`self.x`, `this.x`, `x`), if it is one.
+fn receiver_name(node: Node<'_>, src: &str) -> Option<String> {
+    let text = node_text(node, src).trim();
+    let simple = text
+        .chars()
+        .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | '$'));
+    (simple && !text.is_empty() && text.len() <= 80).then(|| text.to_string())
+}
+
+/// The bindings declared at `node`, if it declares any.
+pub fn bindings(language: &str, node: Node<'_>, src: &str, out: &mut Vec<Binding>) {
+    let line = node.start_position().row as u32 + 1;
+    let mut push = |name: Option<String>, type_name: Option<String>| {
+        if let (Some(name), Some(type_name)) = (name, type_name) {
+            out.push(Binding {
+                name,
+                type_name,
+                line,
+            });
+        }
+    };
+    let field = |name: &str| node.child_by_field_name(name);
+    match node.kind() {
+        // Python `x: Foo = ...`, `self.x = Foo()`; JS/TS `this.x = new Foo()`.
+        "assignment" | "assignment_expression" => {
+            let Some(left) = field("left") else { return };
+            let declared = field("type").and_then(|t| type_name(language, t, src));
+            let made = field("right").and_then(|v| constructed(language, v, src));
+            push(receiver_name(left, src), declared.or(made));
+        }
+        // Python `def f(x: Foo)`, `x: Foo = None`.
+        "typed_parameter" | "typed_default_parameter" => {
+            let name = field("name").or_else(|| node.named_child(0));
+            let ty = field("type").and_then(|t| type_name(language, t, src));
+            push(name.and_then(|n| receiver_name(n, src)), ty);
+        }
+        // JS/TS `const x: Foo = ...`, `let x = new Foo()`.
+        "variable_declarator" => {
+            let declared = field("type").and_then(|t| type_name(language, t, src));
+            let made = field("value").and_then(|v| constructed(language, v, src));
+            push(
+                field("name").and_then(|n| receiver_name(n, src)),
+                declared.or(made),
+            );
+        }
+        // TS `f(x: Foo)`, `constructor(private x: Foo)` (also `this.x`); class fields.
+        "required_parameter" | "optional_parameter" | "public_field_definition" => {
+            let name = field("pattern").or_else(|| field("name"));
+            let ty = field("type").and_then(|t| type_name(language, t, src));
+            let name = name.and_then(|n| receiver_name(n, src));
+            let is_field = node.kind() == "public_field_definition"
+                || (0..node.child_count())
+                    .filter_map(|i| node.child(i as u32))
+                    .any(|c| c.kind() == "accessibility_modifier");
+            if is_field && let (Some(name), Some(ty)) = (&name, &ty) {
+                push(Some(format!("this.{name}")), Some(ty.clone()));
+            }
+            push(name, ty);
+        }
+        // Rust `let x: Foo = ...`, `let x = Foo::new()`; `fn f(x: &Foo)`.
+        "let_declaration" | "parameter" => {
+            let name = field("pattern").and_then(|n| receiver_name(n, src));
+            let declared = field("type").and_then(|t| type_name(language, t, src));
+            let made = field("value").and_then(|v| constructed(language, v, src));
+            push(name, declared.or(made));
+        }
+        // Go `x := &Foo{}`, `func f(x *Foo)`, `var x Foo`.
+        "short_var_declaration" => {
+            let (Some(left), Some(right)) = (field("left"), field("right")) else {
+                return;
+            };
+            if let (Some(name), Some(value)) = (left.named_child(0), right.named_child(0)) {
+                push(receiver_name(name, src), constructed(language, value, src));
+            }
+        }
+        "parameter_declaration" | "var_spec" => {
+            let ty = field("type").and_then(|t| type_name(language, t, src));
+            let mut cursor = node.walk();
+            let names: Vec<Node<'_>> = node.children_by_field_name("name", &mut cursor).collect();
+            for name in names {
+                push(receiver_name(name, src), ty.clone());
+            }
+        }
+        // Java/C# `Foo x = ...;`, `void f(Foo x)`.
+        "local_variable_declaration" | "field_declaration" | "formal_parameter" => {
+            let ty = field("type").and_then(|t| type_name(language, t, src));
+            if node.kind() == "formal_parameter" {
+                push(field("name").and_then(|n| receiver_name(n, src)), ty);
+                return;
+            }
+            let mut cursor = node.walk();
+            let declarators: Vec<Node<'_>> = node
+                .children_by_field_name("declarator", &mut cursor)
+                .collect();
+            for d in declarators {
+                let name = d
+                    .child_by_field_name("name")
+                    .and_then(|n| receiver_name(n, src));
+                if node.kind() == "field_declaration"
+                    && let (Some(name), Some(ty)) = (&name, &ty)
+                {
+                    push(Some(format!("this.{name}")), Some(ty.clone()));
+                }
+                push(name, ty.clone());
+            }
+        }
+        _ => {}
+    }
+}
