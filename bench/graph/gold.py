@@ -89,6 +89,9 @@ def main(dump, checkout):
         if o["def"] or o["symbol"] not in definitions:
             continue
         path = o["path"]
+        # A symlink is the file it points to (and is never indexed twice by amanmcp).
+        if (Path(checkout) / path).is_symlink():
+            continue
         if path not in extents:
             text = (Path(checkout) / path).read_text(errors="replace")
             lines[path] = text.splitlines()

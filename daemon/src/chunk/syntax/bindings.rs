@@ -14,7 +14,8 @@ pub struct Binding {
     /// The variable, parameter or field as a receiver is written (`conn`, `self.conn`,
     /// `this.conn`).
     pub name: String,
-    /// The type's bare name (`Connection`).
+    /// The type's bare name (`Connection`), or `=name` when the value is another name's
+    /// (`self.conn = conn`).
     pub type_name: String,
     /// Line (1-based).
     pub line: u32,
@@ -139,7 +140,11 @@ pub fn bindings(language: &str, node: Node<'_>, src: &str, out: &mut Vec<Binding
             let Some(left) = field("left") else { return };
             let declared = field("type").and_then(|t| type_name(language, t, src));
             let made = field("right").and_then(|v| constructed(language, v, src));
-            push(receiver_name(left, src), declared.or(made));
+            // `self.x = x`: the type of another name, looked up where it is used.
+            let copied = field("right")
+                .filter(|v| v.kind() == "identifier")
+                .map(|v| format!("={}", node_text(v, src)));
+            push(receiver_name(left, src), declared.or(made).or(copied));
         }
         // Python `def f(x: Foo)`, `x: Foo = None`.
         "typed_parameter" | "typed_default_parameter" => {
@@ -163,7 +168,7 @@ pub fn bindings(language: &str, node: Node<'_>, src: &str, out: &mut Vec<Binding
             let name = name.and_then(|n| receiver_name(n, src));
             let is_field = node.kind() == "public_field_definition"
                 || (0..node.child_count())
-                    .filter_map(|i| node.child(i as u32))
+                    .filter_map(|i| node.child(i))
                     .any(|c| c.kind() == "accessibility_modifier");
             if is_field && let (Some(name), Some(ty)) = (&name, &ty) {
                 push(Some(format!("this.{name}")), Some(ty.clone()));

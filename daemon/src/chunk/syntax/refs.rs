@@ -268,8 +268,19 @@ fn imports(language: &str, node: Node<'_>, src: &str, out: &mut Vec<Import>) {
             };
             let module = text(source).trim_matches(['"', '\'', '`']).to_string();
             let mut cursor = node.walk();
+            let mut clauses = 0;
             for child in node.named_children(&mut cursor) {
+                if matches!(
+                    child.kind(),
+                    "import_clause" | "export_clause" | "namespace_export" | "identifier"
+                ) {
+                    clauses += 1;
+                }
                 js_clause(child, src, &module, &mut push);
+            }
+            // `export * from "./x"`: everything `./x` exports.
+            if node.kind() == "export_statement" && clauses == 0 {
+                push(module, Some("*".into()), "*".into());
             }
         }
         ("rust", "use_declaration") => {

@@ -137,6 +137,54 @@ pub fn imports_from(language: &str, importer: &str, module: &str, def_path: &str
     }
 }
 
+/// The project files an import of `module` from `importer` may name (to follow what they
+/// re-export), most likely first.
+pub fn module_files(language: &str, importer: &str, module: &str) -> Vec<String> {
+    let join = |base: &str, rest: &str| {
+        [base, rest]
+            .iter()
+            .filter(|p| !p.is_empty())
+            .copied()
+            .collect::<Vec<_>>()
+            .join("/")
+    };
+    match language {
+        "python" => {
+            let dots = module.chars().take_while(|c| *c == '.').count();
+            let rest = module[dots..].replace('.', "/");
+            let mut bases = Vec::new();
+            if dots == 0 {
+                bases.extend([String::new(), "src".into(), "lib".into()]);
+            } else {
+                let mut base = dir_of(importer).to_string();
+                for _ in 1..dots {
+                    base = dir_of(&base).to_string();
+                }
+                bases.push(base);
+            }
+            bases
+                .iter()
+                .map(|b| join(b, &rest))
+                .filter(|t| !t.is_empty())
+                .flat_map(|t| [format!("{t}.py"), format!("{t}/__init__.py")])
+                .collect()
+        }
+        "javascript" | "typescript" | "tsx" if module.starts_with('.') => {
+            let Some(target) = normalize(&format!("{}/{module}", dir_of(importer))) else {
+                return Vec::new();
+            };
+            let stem = stem_path(&target).to_string();
+            let mut out = vec![target.clone()];
+            for ext in ["ts", "tsx", "js", "jsx", "mjs", "cjs", "mts"] {
+                out.push(format!("{stem}.{ext}"));
+                out.push(format!("{target}/index.{ext}"));
+            }
+            out
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// `target` is the file (any extension), its `__init__`/`index`, or a directory above it.
 fn exact_or_under(target: &str, def_path: &str) -> bool {
     let stem = stem_path(def_path);

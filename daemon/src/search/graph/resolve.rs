@@ -8,7 +8,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use super::modules::{dir_of, imports_from};
+use super::modules::{dir_of, imports_from, module_files};
 use crate::chunk::syntax::refs::{FileRefs, Import, RefKind, Reference};
 use crate::error::IndexError;
 use crate::index::store::SymbolRecord;
@@ -383,7 +383,21 @@ impl<'v> Resolver<'v> {
         line: u32,
         receiver: &str,
     ) -> Result<Option<String>, IndexError> {
+        self.declared_type_at(path, line, receiver, 0)
+    }
+
+    fn declared_type_at(
+        &self,
+        path: &str,
+        line: u32,
+        receiver: &str,
+        depth: u32,
+    ) -> Result<Option<String>, IndexError> {
         let refs = self.refs(path)?;
+        // A field may also be declared in its class's body (`conn: Connection`).
+        let bare_field = receiver
+            .strip_prefix("self.")
+            .or_else(|| receiver.strip_prefix("this."));
         let field = receiver.starts_with("self.") || receiver.starts_with("this.");
         let scope = if field {
             self.enclosing_class(path, line)?
@@ -396,7 +410,14 @@ impl<'v> Resolver<'v> {
             None => true,
         };
         let mut best: Option<&crate::chunk::syntax::refs::Binding> = None;
-        for b in refs.bindings.iter().filter(|b| b.name == receiver) {
+        for b in refs.bindings.iter() {
+            let class_body = bare_field.is_some_and(|f| f == b.name)
+                && self
+                    .enclosing(path, b.line)?
+                    .is_some_and(|s| CLASS_LIKE.contains(&s.kind.as_str()));
+            if b.name != receiver && !class_body {
+                continue;
+            }
             // A field may be declared anywhere in its class; a local only above its use.
             let usable = if field {
                 within(b.line)
@@ -411,7 +432,14 @@ impl<'v> Resolver<'v> {
                 best = Some(b);
             }
         }
-        Ok(best.map(|b| b.type_name.clone()))
+        match best {
+            Some(b) => match b.type_name.strip_prefix('=') {
+                Some(other) if depth < 3 => self.declared_type_at(path, b.line, other, depth + 1),
+                Some(_) => Ok(None),
+                None => Ok(Some(b.type_name.clone())),
+            },
+            None => Ok(None),
+        }
     }
 
     /// `receiver.name` where the receiver was declared with a type: that type's member,
@@ -620,7 +648,8 @@ impl<'v> Resolver<'v> {
         })
     }
 
-    /// Among `candidates`, those in the module `module` imported by `path`.
+    /// Among `candidates`, those in the module `module` imported by `path`, following
+    /// what that module re-exports (`from .impl import name`, `export { name } from`).
     fn in_module(
         &self,
         path: &str,
@@ -630,9 +659,33 @@ impl<'v> Resolver<'v> {
         rule: &'static str,
     ) -> Resolution {
         let mut matched = Vec::new();
-        for def in candidates {
-            if imports_from(language, path, module, &def.path) == Some(true) {
-                matched.push(def);
+        let (mut from, mut module) = (path.to_string(), module.to_string());
+        for _ in 0..4 {
+            for def in &candidates {
+                if imports_from(language, &from, &module, &def.path) == Some(true) {
+                    matched.push(def.clone());
+                }
+            }
+            if !matched.is_empty() {
+                break;
+            }
+            // The module's own file, and its import of one of the candidates' name.
+            let Some(name) = candidates.first().map(|d| d.name.clone()) else {
+                break;
+            };
+            let next = module_files(language, &from, &module)
+                .into_iter()
+                .filter(|f| self.language(f).is_ok_and(|l| !l.is_empty()))
+                .find_map(|file| {
+                    let refs = self.refs(&file).ok()?;
+                    let import = refs.imports.iter().find(|i| {
+                        i.local == name || (i.local == "*" && i.name.as_deref() == Some("*"))
+                    })?;
+                    Some((file, import.module.clone()))
+                });
+            match next {
+                Some((file, next_module)) => (from, module) = (file, next_module),
+                None => break,
             }
         }
         match matched.len() {
