@@ -163,7 +163,7 @@ impl Searcher<'_> {
         let paths = self.scope(params.path_glob.as_deref(), params.within.as_deref())?;
         // The index keeps words without their outer underscores (`_private`, `__init__`).
         let hits = self.index.lexical.chunks_with_word(
-            &name.trim_matches(['_', '-']).to_lowercase(),
+            &name.trim_matches(['_', '-', '$']).to_lowercase(),
             paths.as_deref(),
             MAX_CHUNKS,
         )?;

@@ -147,7 +147,7 @@ impl GraphView for ProjectIndex {
     }
     fn files_mentioning(&self, name: &str, limit: usize) -> Result<Vec<String>, IndexError> {
         let hits = self.lexical.chunks_with_word(
-            &name.trim_matches(['_', '-']).to_lowercase(),
+            &name.trim_matches(['_', '-', '$']).to_lowercase(),
             None,
             limit * 4,
         )?;

@@ -528,13 +528,16 @@ impl<'v> Resolver<'v> {
         let constructed = constructor(receiver);
         let named = constructed.unwrap_or(receiver);
         let last = named.rsplit(['.', ':']).next().unwrap_or(named).trim();
-        let class_name = match self.import_of(path, last)? {
+        let imported = self.import_of(path, last)?;
+        let class_name = match &imported {
             Some(Import {
                 name: Some(name), ..
-            }) if name != "*" => name,
+            }) if name != "*" => name.clone(),
             _ => last.to_string(),
         };
-        if last.chars().next().is_some_and(char::is_uppercase) {
+        // A capitalised name is a type; an imported one names something definite (a
+        // namespace or object: `import { util } from ...; util.f()`).
+        if last.chars().next().is_some_and(char::is_uppercase) || imported.is_some() {
             let mut members = Vec::new();
             for def in &methods {
                 if self
@@ -658,34 +661,42 @@ impl<'v> Resolver<'v> {
         candidates: Vec<Def>,
         rule: &'static str,
     ) -> Resolution {
-        let mut matched = Vec::new();
-        let (mut from, mut module) = (path.to_string(), module.to_string());
-        for _ in 0..4 {
+        let mut matched: Vec<Def> = Vec::new();
+        let name = candidates
+            .first()
+            .map(|d| d.name.clone())
+            .unwrap_or_default();
+        // Breadth first over the modules re-exporting the name, a few hops and files.
+        let mut queue =
+            std::collections::VecDeque::from([(path.to_string(), module.to_string(), 0)]);
+        let mut seen = std::collections::HashSet::new();
+        while let Some((from, module, hops)) = queue.pop_front() {
             for def in &candidates {
-                if imports_from(language, &from, &module, &def.path) == Some(true) {
+                if imports_from(language, &from, &module, &def.path) == Some(true)
+                    && !matched.contains(def)
+                {
                     matched.push(def.clone());
                 }
             }
-            if !matched.is_empty() {
-                break;
+            if !matched.is_empty() || hops >= 4 || seen.len() > 64 {
+                continue;
             }
-            // The module's own file, and its import of one of the candidates' name.
-            let Some(name) = candidates.first().map(|d| d.name.clone()) else {
-                break;
-            };
-            let next = module_files(language, &from, &module)
+            let Some(file) = module_files(language, &from, &module)
                 .into_iter()
-                .filter(|f| self.language(f).is_ok_and(|l| !l.is_empty()))
-                .find_map(|file| {
-                    let refs = self.refs(&file).ok()?;
-                    let import = refs.imports.iter().find(|i| {
-                        i.local == name || (i.local == "*" && i.name.as_deref() == Some("*"))
-                    })?;
-                    Some((file, import.module.clone()))
-                });
-            match next {
-                Some((file, next_module)) => (from, module) = (file, next_module),
-                None => break,
+                .find(|f| self.language(f).is_ok_and(|l| !l.is_empty()))
+            else {
+                continue;
+            };
+            if !seen.insert(file.clone()) {
+                continue;
+            }
+            let Ok(refs) = self.refs(&file) else { continue };
+            for import in refs
+                .imports
+                .iter()
+                .filter(|i| i.local == name || i.local == "*")
+            {
+                queue.push_back((file.clone(), import.module.clone(), hops + 1));
             }
         }
         match matched.len() {
