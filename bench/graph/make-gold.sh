@@ -36,6 +36,6 @@ for repo in "${repos[@]}"; do
       --infer-tsconfig --output "$work/$repo.scip" > "$work/$repo.log" 2>&1)
   fi
   node "$here/scip_dump.cjs" "$work/$repo.scip" > "$work/$repo.jsonl"
-  python3 "$here/gold.py" "$work/$repo.jsonl" "$copy" > "$here/gold/$repo.tsv"
-  echo "$repo ($language): $(wc -l < "$here/gold/$repo.tsv") edges"
+  python3 "$here/gold.py" "$work/$repo.jsonl" "$copy" > "${GOLD_DIR:-$here/gold}/$repo.tsv"
+  echo "$repo ($language): $(wc -l < "${GOLD_DIR:-$here/gold}/$repo.tsv") edges"
 done

@@ -35,6 +35,10 @@ pub struct Options {
     /// Print each wrong resolved caller, missed gold caller and false-safe answer.
     #[arg(long)]
     pub show: bool,
+    /// Instead of the gold: latency on a copy of DIR (a git repository's checkout):
+    /// `callers` and `callees` of its Python functions, and `impact` of a 300-line diff.
+    #[arg(long, value_name = "DIR")]
+    pub latency: Option<PathBuf>,
 }
 
 /// One gold caller: (path, line of its name, bare name).
@@ -96,6 +100,9 @@ struct Tally {
 }
 
 pub async fn run(options: Options) -> anyhow::Result<()> {
+    if let Some(dir) = &options.latency {
+        return latency(dir).await;
+    }
     let checkouts = match options.checkouts.clone() {
         Some(dir) => dir,
         None => PathBuf::from(std::env::var("HOME").context("HOME")?).join(".cache/amanmcp-semble"),
@@ -275,4 +282,162 @@ fn print_row(name: &str, t: &Tally) {
         ratio(t.false_safe, t.with_gold),
         crate::world::percentile(&sorted, 0.5),
     );
+}
+
+/// Function names defined in the Python files under `root` (`def name(`), every `step`th.
+fn sample_functions(root: &std::path::Path, step: usize) -> Vec<String> {
+    let mut names = Vec::new();
+    for file in crate::world::source_files(root) {
+        if file.extension().is_none_or(|e| e != "py") {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        for line in text.lines() {
+            if let Some(rest) = line.trim_start().strip_prefix("def ")
+                && let Some(name) = rest.split('(').next()
+                && !name.is_empty()
+            {
+                names.push(name.to_string());
+            }
+        }
+    }
+    names.sort();
+    names.dedup();
+    names.into_iter().step_by(step.max(1)).collect()
+}
+
+/// `git` in `dir`, failing loudly.
+fn git(dir: &std::path::Path, args: &[&str]) -> anyhow::Result<()> {
+    let out = std::process::Command::new("git")
+        .current_dir(dir)
+        .args([
+            "-c",
+            "user.name=b",
+            "-c",
+            "user.email=b@b",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .output()?;
+    if !out.status.success() {
+        bail!("git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(())
+}
+
+/// Latency of the graph tools on a copy of `dir`.
+async fn latency(dir: &std::path::Path) -> anyhow::Result<()> {
+    let copy = tempfile::Builder::new()
+        .prefix("amanmcp-graph-")
+        .tempdir_in("/tmp")?;
+    let root = copy.path().join("repo");
+    crate::world::copy_tree(dir, &root)?;
+    // A fresh history: the copy's own `.git` (a directory, or a worktree's pointer) goes.
+    let _ = std::fs::remove_dir_all(root.join(".git"));
+    let _ = std::fs::remove_file(root.join(".git"));
+    git(&root, &["init", "-q"])?;
+    git(&root, &["add", "-A"])?;
+    git(&root, &["commit", "-q", "-m", "base"])?;
+    let root_str = root.canonicalize()?.to_string_lossy().into_owned();
+    let (daemon, mut client) = start_daemon().await?;
+    let started = Instant::now();
+    client
+        .open_project(pb::OpenProjectRequest {
+            root: root_str.clone(),
+            ..Default::default()
+        })
+        .await?;
+    let status = wait_for_pass(&mut client, &root_str, 1).await?;
+    println!(
+        "indexed {} files, {} chunks in {:.1} s",
+        status.files,
+        status.chunks,
+        started.elapsed().as_secs_f64()
+    );
+    let names = sample_functions(&root, 7);
+    let mut timed: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for kind in ["callers", "callees"] {
+        for name in &names {
+            let t = Instant::now();
+            let _ = client
+                .graph(pb::GraphRequest {
+                    root: root_str.clone(),
+                    kind: kind.into(),
+                    symbols: vec![name.clone()],
+                    depth: 1,
+                    ..Default::default()
+                })
+                .await;
+            timed
+                .entry(kind)
+                .or_default()
+                .push(t.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    // A 300-line diff: one changed line at the top of each of 300 functions' bodies.
+    let mut changed = 0;
+    'files: for file in crate::world::source_files(&root) {
+        if file.extension().is_none_or(|e| e != "py") {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        let mut out = Vec::new();
+        let mut edited = false;
+        for line in text.lines() {
+            out.push(line.to_string());
+            let trimmed = line.trim_start();
+            if changed < 300 && trimmed.starts_with("def ") && line.ends_with(':') {
+                let indent = &line[..line.len() - trimmed.len()];
+                out.push(format!("{indent}    _touched = {changed}"));
+                changed += 1;
+                edited = true;
+            }
+        }
+        if edited {
+            std::fs::write(&file, out.join("\n") + "\n")?;
+        }
+        if changed >= 300 {
+            break 'files;
+        }
+    }
+    // Let the watcher take the edits in: until the pass count holds still for a second.
+    let mut last = u64::MAX;
+    for _ in 0..120 {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let status = crate::world::project_status(&mut client, &root_str).await?;
+        if status.passes == last && status.state == pb::IndexState::Ready as i32 {
+            break;
+        }
+        last = status.passes;
+    }
+    let mut impact = Vec::new();
+    let mut reached = 0;
+    for _ in 0..5 {
+        let t = Instant::now();
+        let reply = client
+            .graph(pb::GraphRequest {
+                root: root_str.clone(),
+                kind: "impact".into(),
+                depth: 2,
+                ..Default::default()
+            })
+            .await?
+            .into_inner();
+        impact.push(t.elapsed().as_secs_f64() * 1e3);
+        reached = reply.impacted.len();
+    }
+    for (kind, samples) in timed {
+        println!("{kind:<8} {} ", summary(samples));
+    }
+    println!(
+        "impact of a {changed}-line diff (depth 2, {reached} definitions reached): {}",
+        summary(impact)
+    );
+    drop(daemon);
+    Ok(())
 }

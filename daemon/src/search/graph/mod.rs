@@ -146,16 +146,7 @@ impl GraphView for ProjectIndex {
         self.store.symbols_named(name)
     }
     fn files_mentioning(&self, name: &str, limit: usize) -> Result<Vec<String>, IndexError> {
-        let hits = self.lexical.chunks_with_word(
-            &name.trim_matches(['_', '-', '$']).to_lowercase(),
-            None,
-            limit * 4,
-        )?;
-        let mut paths: Vec<String> = hits.into_iter().map(|h| h.path).collect();
-        paths.sort();
-        paths.dedup();
-        paths.truncate(limit);
-        Ok(paths)
+        self.store.files_referring(name, limit)
     }
 }
 

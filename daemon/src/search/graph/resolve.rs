@@ -23,7 +23,8 @@ pub trait GraphView {
     fn language_of(&self, path: &str) -> Result<Option<String>, IndexError>;
     /// Every (path, symbol) whose bare name is `name`, any case.
     fn symbols_named(&self, name: &str) -> Result<Vec<(String, SymbolRecord)>, IndexError>;
-    /// Files whose text holds `name` as a whole word (any case), at most `limit`.
+    /// Files that call or import `name` (as written; at most `limit`): the only ones that
+    /// can hold a reference to it.
     fn files_mentioning(&self, name: &str, limit: usize) -> Result<Vec<String>, IndexError>;
 }
 
@@ -114,6 +115,7 @@ pub struct Resolver<'v> {
     refs: RefCell<HashMap<String, Rc<FileRefs>>>,
     named: RefCell<HashMap<String, Rc<Vec<Def>>>>,
     languages: RefCell<HashMap<String, String>>,
+    owners: RefCell<HashMap<Def, Option<SymbolRecord>>>,
 }
 
 impl<'v> Resolver<'v> {
@@ -124,6 +126,7 @@ impl<'v> Resolver<'v> {
             refs: RefCell::default(),
             named: RefCell::default(),
             languages: RefCell::default(),
+            owners: RefCell::default(),
         }
     }
 
@@ -187,6 +190,15 @@ impl<'v> Resolver<'v> {
 
     /// The enclosing class-like symbol of a definition, if it is a member of one.
     pub fn owner(&self, def: &Def) -> Result<Option<SymbolRecord>, IndexError> {
+        if let Some(found) = self.owners.borrow().get(def) {
+            return Ok(found.clone());
+        }
+        let found = self.find_owner(def)?;
+        self.owners.borrow_mut().insert(def.clone(), found.clone());
+        Ok(found)
+    }
+
+    fn find_owner(&self, def: &Def) -> Result<Option<SymbolRecord>, IndexError> {
         let symbols = self.symbols(&def.path)?;
         let Some(me) = symbols
             .iter()

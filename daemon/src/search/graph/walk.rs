@@ -2,6 +2,7 @@
 //! built on them (`callers`, `callees`, `impact`, `trace`).
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::rc::Rc;
 
 use super::resolve::{CLASS_LIKE, Def, Resolution, Resolver};
 use super::{
@@ -26,6 +27,18 @@ fn file_def(path: &str, line: u32) -> Def {
 pub struct Walk<'v> {
     pub resolver: Resolver<'v>,
     pub complete: bool,
+    /// Resolved references per name.
+    mentions: HashMap<String, Rc<Vec<Mention>>>,
+    /// Names whose unresolved calls were counted.
+    explained: HashSet<String>,
+}
+
+/// A reference to a name, where it is, what it resolved to and what encloses it.
+struct Mention {
+    path: String,
+    reference: Reference,
+    resolution: Resolution,
+    from: Def,
 }
 
 impl<'v> Walk<'v> {
@@ -33,6 +46,8 @@ impl<'v> Walk<'v> {
         Walk {
             resolver: Resolver::new(view),
             complete: true,
+            mentions: HashMap::new(),
+            explained: HashSet::new(),
         }
     }
 
@@ -81,64 +96,86 @@ impl<'v> Walk<'v> {
         depth: u32,
         answer: &mut GraphAnswer,
     ) -> Result<Vec<Link>, Error> {
+        let mentions = self.mentions(&target.name)?;
         let mut found = Vec::new();
-        let files = self
-            .resolver
-            .view()
-            .files_mentioning(&target.name, MAX_FILES)?;
+        // Calls resolving to nothing are counted once per name, whichever target asks.
+        let count_unexplained = self.explained.insert(target.name.clone());
+        for m in mentions.iter() {
+            if m.reference.kind == RefKind::Inherit && !bases {
+                continue;
+            }
+            let (label, rule, candidates) = match &m.resolution {
+                Resolution::Resolved(def, rule) if def == target => {
+                    (Label::Resolved, rule.to_string(), Vec::new())
+                }
+                Resolution::Ambiguous(defs) if defs.contains(target) => (
+                    Label::Ambiguous,
+                    "several in scope".to_string(),
+                    defs.clone(),
+                ),
+                Resolution::Unresolved(why) => {
+                    if count_unexplained {
+                        answer.unexplained += 1;
+                        if answer.unexplained_examples.len() < MAX_EXAMPLES {
+                            answer.unexplained_examples.push(Unexplained {
+                                path: m.path.clone(),
+                                line: m.reference.line,
+                                why: why.clone(),
+                            });
+                        }
+                    }
+                    continue;
+                }
+                _ => continue,
+            };
+            found.push(Link {
+                from: m.from.clone(),
+                to: Some(target.clone()),
+                name: m.reference.name.clone(),
+                path: m.path.clone(),
+                line: m.reference.line,
+                label,
+                rule,
+                candidates,
+                depth,
+                inherits: m.reference.kind == RefKind::Inherit,
+            });
+        }
+        Ok(found)
+    }
+
+    /// Every reference to `name` (or to a local alias of it) in the project, resolved, with
+    /// the definition around it; computed once per name and request.
+    fn mentions(&mut self, name: &str) -> Result<Rc<Vec<Mention>>, Error> {
+        if let Some(found) = self.mentions.get(name) {
+            return Ok(found.clone());
+        }
+        let files = self.resolver.view().files_mentioning(name, MAX_FILES)?;
         if files.len() >= MAX_FILES {
             self.complete = false;
         }
+        let mut out = Vec::new();
         for path in files {
             let refs = self.resolver.refs(&path)?;
-            // Local names bound to the target's name by an import (`save as store`).
-            let mut names: HashSet<&str> = HashSet::from([target.name.as_str()]);
+            // Local names bound to the name by an import (`save as store`).
+            let mut names: HashSet<&str> = HashSet::from([name]);
             for import in &refs.imports {
-                if import.name.as_deref() == Some(target.name.as_str()) {
+                if import.name.as_deref() == Some(name) {
                     names.insert(import.local.as_str());
                 }
             }
             for r in refs.refs.iter().filter(|r| names.contains(r.name.as_str())) {
-                if r.kind == RefKind::Inherit && !bases {
-                    continue;
-                }
-                let (label, rule, candidates) = match self.resolver.resolve(&path, r)? {
-                    Resolution::Resolved(def, rule) if &def == target => {
-                        (Label::Resolved, rule.to_string(), Vec::new())
-                    }
-                    Resolution::Resolved(..) => continue,
-                    Resolution::Ambiguous(defs) if defs.contains(target) => {
-                        (Label::Ambiguous, "several in scope".to_string(), defs)
-                    }
-                    Resolution::Ambiguous(_) => continue,
-                    Resolution::Unresolved(why) => {
-                        answer.unexplained += 1;
-                        if answer.unexplained_examples.len() < MAX_EXAMPLES {
-                            answer.unexplained_examples.push(Unexplained {
-                                path: path.clone(),
-                                line: r.line,
-                                why,
-                            });
-                        }
-                        continue;
-                    }
-                };
-                let from = self.caller(&path, r)?;
-                found.push(Link {
-                    from,
-                    to: Some(target.clone()),
-                    name: r.name.clone(),
+                out.push(Mention {
+                    resolution: self.resolver.resolve(&path, r)?,
+                    from: self.caller(&path, r)?,
                     path: path.clone(),
-                    line: r.line,
-                    label,
-                    rule,
-                    candidates,
-                    depth,
-                    inherits: r.kind == RefKind::Inherit,
+                    reference: r.clone(),
                 });
             }
         }
-        Ok(found)
+        let out = Rc::new(out);
+        self.mentions.insert(name.to_string(), out.clone());
+        Ok(out)
     }
 
     /// The definition around a reference (a base class: the deriving class).
