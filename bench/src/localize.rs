@@ -60,6 +60,9 @@ struct Tally {
     recall: [f64; 3],
     rr: f64,
     chunk_hit: [f64; 3],
+    /// Issues with a gold file among the top 5 files or one call away (callers or
+    /// callees) from a definition in the top 5 results.
+    reach: f64,
     latencies: Vec<f64>,
 }
 
@@ -311,6 +314,9 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
                     let tally = tallies.entry((form.to_string(), mode.clone())).or_default();
                     let files = score(tally, issue, &reply, options.only_ext.as_deref());
                     tally.latencies.push(ms);
+                    if one_hop(&mut client, &root, &reply, &files, &issue.gold_files).await? {
+                        tally.reach += 1.0;
+                    }
                     if let Some(out) = dump.as_mut() {
                         let line = serde_json::json!({
                             "id": issue.id, "form": form, "mode": mode,
@@ -333,15 +339,25 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         started.elapsed().as_secs_f64()
     );
     println!(
-        "{:<12} {:<9} {:>6} {:>6} {:>6} {:>6} {:>8} {:>8} {:>8} {:>9}",
-        "query", "mode", "R@1", "R@5", "R@10", "MRR", "hit@1", "hit@5", "hit@10", "p50 ms"
+        "{:<12} {:<9} {:>6} {:>6} {:>6} {:>6} {:>8} {:>8} {:>8} {:>8} {:>9}",
+        "query",
+        "mode",
+        "R@1",
+        "R@5",
+        "R@10",
+        "MRR",
+        "hit@1",
+        "hit@5",
+        "hit@10",
+        "5+1hop",
+        "p50 ms"
     );
     for ((form, mode), tally) in &tallies {
         let n = tally.n.max(1.0);
         let mut latencies = tally.latencies.clone();
         latencies.sort_by(f64::total_cmp);
         println!(
-            "{form:<12} {mode:<9} {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>8.3} {:>8.3} {:>8.3} {:>9.1}",
+            "{form:<12} {mode:<9} {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>9.1}",
             tally.recall[0] / n,
             tally.recall[1] / n,
             tally.recall[2] / n,
@@ -349,6 +365,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
             tally.chunk_hit[0] / n,
             tally.chunk_hit[1] / n,
             tally.chunk_hit[2] / n,
+            tally.reach / n,
             percentile(&latencies, 0.5),
         );
     }
@@ -395,4 +412,46 @@ fn score(
         }
     }
     files.iter().take(20).map(|f| f.to_string()).collect()
+}
+
+/// Whether a gold file is among the answer's top 5 files, or one call away from a
+/// definition in its top 5 results (their callers and callees: resolved, or ambiguous among
+/// at most three candidates).
+async fn one_hop(
+    client: &mut amanmcp_proto::DaemonClient<tonic::transport::Channel>,
+    root: &str,
+    reply: &pb::SearchReply,
+    files: &[String],
+    gold: &[String],
+) -> anyhow::Result<bool> {
+    let mut reached: Vec<String> = files.iter().take(5).cloned().collect();
+    for hit in reply.results.iter().take(5) {
+        let Some(symbol) = &hit.symbol else { continue };
+        for kind in ["callers", "callees"] {
+            let Ok(answer) = client
+                .graph(pb::GraphRequest {
+                    root: root.to_string(),
+                    kind: kind.into(),
+                    symbols: vec![symbol.clone()],
+                    path: Some(hit.path.clone()),
+                    depth: 1,
+                    ..Default::default()
+                })
+                .await
+            else {
+                continue;
+            };
+            for link in answer.into_inner().links {
+                // An agent follows an ambiguous call only when it has few candidates.
+                let few = if link.candidates.len() <= 3 {
+                    &link.candidates[..]
+                } else {
+                    &[]
+                };
+                let ends = link.from.iter().chain(link.to.iter()).chain(few.iter());
+                reached.extend(ends.map(|d| d.path.clone()));
+            }
+        }
+    }
+    Ok(gold.iter().any(|g| reached.contains(g)))
 }
