@@ -454,7 +454,3 @@ fn inherits(language: &str, node: Node<'_>, src: &str, out: &mut Vec<Reference>)
         }
     }
 }
-
-#[cfg(test)]
-#[path = "refs_tests.rs"]
-mod tests;

@@ -10,6 +10,7 @@
 
 pub mod diff;
 pub mod modules;
+mod receivers;
 pub mod resolve;
 #[cfg(test)]
 mod tests;

@@ -233,7 +233,7 @@ impl<'v> Resolver<'v> {
         }))
     }
 
-    fn is_method(&self, def: &Def) -> Result<bool, IndexError> {
+    pub(super) fn is_method(&self, def: &Def) -> Result<bool, IndexError> {
         Ok(self.owner(def)?.is_some())
     }
 
@@ -248,7 +248,11 @@ impl<'v> Resolver<'v> {
     }
 
     /// The innermost class-like symbol around `line` in `path`.
-    fn enclosing_class(&self, path: &str, line: u32) -> Result<Option<SymbolRecord>, IndexError> {
+    pub(super) fn enclosing_class(
+        &self,
+        path: &str,
+        line: u32,
+    ) -> Result<Option<SymbolRecord>, IndexError> {
         let symbols = self.symbols(path)?;
         Ok(symbols
             .iter()
@@ -260,7 +264,11 @@ impl<'v> Resolver<'v> {
 
     /// The names of the bases of the class-like symbol `class` in `path` (and, for a Rust
     /// `impl Trait for Type`, the trait).
-    fn bases(&self, path: &str, class: &SymbolRecord) -> Result<Vec<String>, IndexError> {
+    pub(super) fn bases(
+        &self,
+        path: &str,
+        class: &SymbolRecord,
+    ) -> Result<Vec<String>, IndexError> {
         let refs = self.refs(path)?;
         Ok(refs
             .refs
@@ -271,7 +279,7 @@ impl<'v> Resolver<'v> {
     }
 
     /// The import of `path` binding `local`, if any.
-    fn import_of(&self, path: &str, local: &str) -> Result<Option<Import>, IndexError> {
+    pub(super) fn import_of(&self, path: &str, local: &str) -> Result<Option<Import>, IndexError> {
         let refs = self.refs(path)?;
         Ok(refs.imports.iter().find(|i| i.local == local).cloned())
     }
@@ -386,198 +394,6 @@ impl<'v> Resolver<'v> {
         })
     }
 
-    /// The type `receiver` was declared with nearest above `line`: a local or parameter of
-    /// the same definition (or of the file's top level), or a field (`self.x`, `this.x`)
-    /// of the same class.
-    fn declared_type(
-        &self,
-        path: &str,
-        line: u32,
-        receiver: &str,
-    ) -> Result<Option<String>, IndexError> {
-        self.declared_type_at(path, line, receiver, 0)
-    }
-
-    fn declared_type_at(
-        &self,
-        path: &str,
-        line: u32,
-        receiver: &str,
-        depth: u32,
-    ) -> Result<Option<String>, IndexError> {
-        let refs = self.refs(path)?;
-        // A field may also be declared in its class's body (`conn: Connection`).
-        let bare_field = receiver
-            .strip_prefix("self.")
-            .or_else(|| receiver.strip_prefix("this."));
-        let field = receiver.starts_with("self.") || receiver.starts_with("this.");
-        let scope = if field {
-            self.enclosing_class(path, line)?
-        } else {
-            self.enclosing(path, line)?
-                .filter(|s| !CLASS_LIKE.contains(&s.kind.as_str()))
-        };
-        let within = |l: u32| match &scope {
-            Some(s) => s.start_line <= l && l <= s.end_line,
-            None => true,
-        };
-        let mut best: Option<&crate::chunk::syntax::refs::Binding> = None;
-        for b in refs.bindings.iter() {
-            let class_body = bare_field.is_some_and(|f| f == b.name)
-                && self
-                    .enclosing(path, b.line)?
-                    .is_some_and(|s| CLASS_LIKE.contains(&s.kind.as_str()));
-            if b.name != receiver && !class_body {
-                continue;
-            }
-            // A field may be declared anywhere in its class; a local only above its use.
-            let usable = if field {
-                within(b.line)
-            } else {
-                b.line <= line && (within(b.line) || self.enclosing(path, b.line)?.is_none())
-            };
-            if usable
-                && best.is_none_or(|x| {
-                    (x.line > line, x.line.abs_diff(line)) > (b.line > line, b.line.abs_diff(line))
-                })
-            {
-                best = Some(b);
-            }
-        }
-        match best {
-            Some(b) => match b.type_name.strip_prefix('=') {
-                Some(other) if depth < 3 => self.declared_type_at(path, b.line, other, depth + 1),
-                Some(_) => Ok(None),
-                None => Ok(Some(b.type_name.clone())),
-            },
-            None => Ok(None),
-        }
-    }
-
-    /// `receiver.name` where the receiver was declared with a type: that type's member,
-    /// else one of its bases'.
-    fn declared(
-        &self,
-        path: &str,
-        line: u32,
-        receiver: &str,
-        methods: &[Def],
-    ) -> Result<Option<Resolution>, IndexError> {
-        let Some(ty) = self.declared_type(path, line, receiver)? else {
-            return Ok(None);
-        };
-        let mut own = Vec::new();
-        let mut owners = Vec::new();
-        for def in methods {
-            if let Some(owner) = self.owner(def)? {
-                if owner.name == ty {
-                    own.push(def.clone());
-                }
-                owners.push((def.clone(), owner.name));
-            }
-        }
-        match own.len() {
-            1 => return Ok(Some(Resolution::Resolved(own.remove(0), "declared type"))),
-            0 => {}
-            _ => return Ok(Some(Resolution::Ambiguous(own))),
-        }
-        // The declared type's bases (one level), wherever the type is defined.
-        let mut bases = Vec::new();
-        for class in self.definitions(&ty)?.iter() {
-            if CLASS_LIKE.contains(&class.kind.as_str())
-                && let Some(symbol) = self
-                    .symbols(&class.path)?
-                    .iter()
-                    .find(|s| s.qualified == class.qualified && s.start_line == class.lines.0)
-            {
-                bases.extend(self.bases(&class.path, symbol)?);
-            }
-        }
-        let mut inherited: Vec<Def> = owners
-            .into_iter()
-            .filter(|(_, owner)| bases.contains(owner))
-            .map(|(def, _)| def)
-            .collect();
-        Ok(match inherited.len() {
-            1 => Some(Resolution::Resolved(
-                inherited.remove(0),
-                "declared type's base",
-            )),
-            0 => None,
-            _ => Some(Resolution::Ambiguous(inherited)),
-        })
-    }
-
-    /// `receiver.name` where the receiver is not `self`: an imported module, a class, or a
-    /// value of a type not written down.
-    fn qualified(
-        &self,
-        path: &str,
-        language: &str,
-        receiver: &str,
-        methods: Vec<Def>,
-        functions: Vec<Def>,
-        name: &str,
-    ) -> Result<Resolution, IndexError> {
-        // A module bound by an import (`np.array`, `os.path.join`, `fmt.Println`).
-        let module = match self.import_of(path, receiver)? {
-            Some(import) if import.name.is_none() => Some(import.module),
-            Some(import) if import.name.as_deref() == Some("*") => Some(import.module),
-            // `from pkg import mod` then `mod.f()`: the module is `pkg.mod`.
-            Some(import) if language == "python" => Some(format!(
-                "{}.{}",
-                import.module.trim_end_matches('.'),
-                import.name.unwrap_or_default()
-            )),
-            _ => None,
-        };
-        if let Some(module) = module {
-            let all: Vec<Def> = functions.iter().chain(&methods).cloned().collect();
-            return Ok(self.in_module(path, language, &module, all, "module"));
-        }
-        // A class named by the receiver (`Foo.bar`, `Foo::new`, an alias of one), or one
-        // constructed there (`Foo().bar`, `new Foo().bar`).
-        let constructed = constructor(receiver);
-        let named = constructed.unwrap_or(receiver);
-        let last = named.rsplit(['.', ':']).next().unwrap_or(named).trim();
-        let imported = self.import_of(path, last)?;
-        let class_name = match &imported {
-            Some(Import {
-                name: Some(name), ..
-            }) if name != "*" => name.clone(),
-            _ => last.to_string(),
-        };
-        // A capitalised name is a type; an imported one names something definite (a
-        // namespace or object: `import { util } from ...; util.f()`).
-        if last.chars().next().is_some_and(char::is_uppercase) || imported.is_some() {
-            let mut members = Vec::new();
-            for def in &methods {
-                if self
-                    .owner(def)?
-                    .is_some_and(|owner| owner.name == class_name)
-                {
-                    members.push(def.clone());
-                }
-            }
-            match members.len() {
-                1 => return Ok(Resolution::Resolved(members.remove(0), "named type")),
-                0 => {}
-                _ => return Ok(Resolution::Ambiguous(members)),
-            }
-        }
-        // A value whose type is not written down: any method of the name (never resolved,
-        // however few there are: a library's method of the same name may be meant).
-        let mut candidates = methods;
-        if candidates.is_empty() {
-            candidates = functions;
-        }
-        Ok(if candidates.is_empty() {
-            Resolution::Unresolved(format!("no `{name}` defined in the project"))
-        } else {
-            Resolution::Ambiguous(candidates)
-        })
-    }
-
     /// A bare `name(...)`.
     #[allow(clippy::too_many_arguments)]
     fn bare(
@@ -665,7 +481,7 @@ impl<'v> Resolver<'v> {
 
     /// Among `candidates`, those in the module `module` imported by `path`, following
     /// what that module re-exports (`from .impl import name`, `export { name } from`).
-    fn in_module(
+    pub(super) fn in_module(
         &self,
         path: &str,
         language: &str,
@@ -729,29 +545,6 @@ fn same_family(a: &str, b: &str) -> bool {
         }
     }
     family(a) == family(b)
-}
-
-/// The class a receiver constructs: `Foo(1)` and `new Foo(a, b)` -> `Foo`.
-fn constructor(receiver: &str) -> Option<&str> {
-    let inner = receiver.strip_suffix(')')?;
-    let mut depth = 0usize;
-    for (at, c) in inner.char_indices().rev() {
-        match c {
-            ')' => depth += 1,
-            '(' if depth == 0 => {
-                let callee = inner[..at].trim();
-                let callee = callee.strip_prefix("new ").unwrap_or(callee).trim();
-                let simple = !callee.is_empty()
-                    && callee
-                        .chars()
-                        .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | ':'));
-                return simple.then_some(callee);
-            }
-            '(' => depth -= 1,
-            _ => {}
-        }
-    }
-    None
 }
 
 /// A member reached through a receiver whose class is unknown: ambiguous among the

@@ -3,6 +3,7 @@
 
 mod mainstream;
 mod more;
+mod refs;
 
 use super::{Chunked, chunk_file};
 use crate::chunk::check_chunk_invariants;

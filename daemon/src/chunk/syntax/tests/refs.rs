@@ -1,5 +1,8 @@
-use super::*;
+//! What `refs` reads from a file: calls with their receivers, imports as each language
+//! binds names, and base classes, one test per language family.
+
 use crate::chunk::syntax::chunk_file;
+use crate::chunk::syntax::refs::{FileRefs, RefKind};
 
 fn refs(language: &str, text: &str) -> FileRefs {
     chunk_file(language, text).refs
