@@ -136,8 +136,8 @@ impl Resolver<'_> {
         path: &str,
         language: &str,
         receiver: &str,
-        methods: Vec<Def>,
-        functions: Vec<Def>,
+        methods: &[Def],
+        functions: &[Def],
         name: &str,
     ) -> Result<Resolution, IndexError> {
         // A module bound by an import (`np.array`, `os.path.join`, `fmt.Println`).
@@ -153,8 +153,8 @@ impl Resolver<'_> {
             _ => None,
         };
         if let Some(module) = module {
-            let all: Vec<Def> = functions.iter().chain(&methods).cloned().collect();
-            return Ok(self.in_module(path, language, &module, all, "module"));
+            let all: Vec<&Def> = functions.iter().chain(methods).collect();
+            return Ok(self.in_module(path, language, &module, &all, "module"));
         }
         // A class named by the receiver (`Foo.bar`, `Foo::new`, an alias of one), or one
         // constructed there (`Foo().bar`, `new Foo().bar`).
@@ -172,7 +172,7 @@ impl Resolver<'_> {
         // namespace or object: `import { util } from ...; util.f()`).
         if last.chars().next().is_some_and(char::is_uppercase) || imported.is_some() {
             let mut members = Vec::new();
-            for def in &methods {
+            for def in methods {
                 if self
                     .owner(def)?
                     .is_some_and(|owner| owner.name == class_name)
@@ -195,7 +195,7 @@ impl Resolver<'_> {
         Ok(if candidates.is_empty() {
             Resolution::Unresolved(format!("no `{name}` defined in the project"))
         } else {
-            Resolution::Ambiguous(candidates)
+            Resolution::Ambiguous(candidates.to_vec())
         })
     }
 }

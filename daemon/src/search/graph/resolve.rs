@@ -116,6 +116,7 @@ pub struct Resolver<'v> {
     named: RefCell<HashMap<String, Rc<Vec<Def>>>>,
     languages: RefCell<HashMap<String, String>>,
     owners: RefCell<HashMap<Def, Option<SymbolRecord>>>,
+    splits: RefCell<HashMap<(String, String), Rc<Split>>>,
 }
 
 impl<'v> Resolver<'v> {
@@ -127,6 +128,7 @@ impl<'v> Resolver<'v> {
             named: RefCell::default(),
             languages: RefCell::default(),
             owners: RefCell::default(),
+            splits: RefCell::default(),
         }
     }
 
@@ -186,6 +188,32 @@ impl<'v> Resolver<'v> {
             .borrow_mut()
             .insert(name.to_string(), defs.clone());
         Ok(defs)
+    }
+
+    /// `name`'s definitions callable from `language` (code calls code of its own family:
+    /// JS with TS, C with C++), methods apart from functions; once per request.
+    fn split(&self, name: &str, language: &str) -> Result<Rc<Split>, IndexError> {
+        let key = (name.to_string(), family(language).to_string());
+        if let Some(found) = self.splits.borrow().get(&key) {
+            return Ok(found.clone());
+        }
+        let mut split = Split {
+            methods: Vec::new(),
+            functions: Vec::new(),
+        };
+        for def in self.definitions(name)?.iter() {
+            if family(&self.language(&def.path)?) != key.1 {
+                continue;
+            }
+            if self.is_method(def)? {
+                split.methods.push(def.clone());
+            } else {
+                split.functions.push(def.clone());
+            }
+        }
+        let split = Rc::new(split);
+        self.splits.borrow_mut().insert(key, split.clone());
+        Ok(split)
     }
 
     /// The enclosing class-like symbol of a definition, if it is a member of one.
@@ -295,20 +323,8 @@ impl<'v> Resolver<'v> {
             }) if name != "*" && name != "default" && name != "self" => name.clone(),
             _ => r.name.clone(),
         };
-        let all = self.definitions(&name)?;
-        let mut methods = Vec::new();
-        let mut functions = Vec::new();
-        for def in all.iter() {
-            // Code calls code of its own language (JS and TS, C and C++ each one family).
-            if !same_family(&language, &self.language(&def.path)?) {
-                continue;
-            }
-            if self.is_method(def)? {
-                methods.push(def.clone());
-            } else {
-                functions.push(def.clone());
-            }
-        }
+        let split = self.split(&name, &language)?;
+        let (methods, functions) = (&split.methods[..], &split.functions[..]);
         let class = self.enclosing_class(path, r.line)?;
         match r.receiver.as_deref() {
             Some(receiver) if SELF.contains(&receiver) => {
@@ -323,7 +339,7 @@ impl<'v> Resolver<'v> {
                 };
                 let bases = self.bases(path, &class)?;
                 let mut inherited = Vec::new();
-                for def in &methods {
+                for def in methods {
                     if let Some(owner) = self.owner(def)?
                         && bases.contains(&owner.name)
                     {
@@ -337,7 +353,7 @@ impl<'v> Resolver<'v> {
                 })
             }
             Some(receiver) => {
-                if let Some(found) = self.declared(path, r.line, receiver, &methods)? {
+                if let Some(found) = self.declared(path, r.line, receiver, methods)? {
                     return Ok(found);
                 }
                 self.qualified(path, &language, receiver, methods, functions, &name)
@@ -351,7 +367,7 @@ impl<'v> Resolver<'v> {
         &self,
         path: &str,
         class: &SymbolRecord,
-        methods: Vec<Def>,
+        methods: &[Def],
         name: &str,
     ) -> Result<Resolution, IndexError> {
         let own: Vec<Def> = methods
@@ -361,7 +377,7 @@ impl<'v> Resolver<'v> {
             .collect();
         let own = if own.is_empty() {
             let mut found = Vec::new();
-            for def in &methods {
+            for def in methods {
                 if let Some(owner) = self.owner(def)?
                     && owner.qualified == class.qualified
                 {
@@ -380,7 +396,7 @@ impl<'v> Resolver<'v> {
         }
         let bases = self.bases(path, class)?;
         let mut inherited = Vec::new();
-        for def in &methods {
+        for def in methods {
             if let Some(owner) = self.owner(def)?
                 && bases.contains(&owner.name)
             {
@@ -403,8 +419,8 @@ impl<'v> Resolver<'v> {
         r: &Reference,
         import: Option<Import>,
         class: Option<SymbolRecord>,
-        methods: Vec<Def>,
-        functions: Vec<Def>,
+        methods: &[Def],
+        functions: &[Def],
         name: &str,
     ) -> Result<Resolution, IndexError> {
         // The file's own definitions in scope: top-level, or nested in a function around
@@ -436,15 +452,14 @@ impl<'v> Resolver<'v> {
         }
         if IMPLICIT_SELF.contains(&language)
             && let Some(class) = &class
-            && let Resolution::Resolved(def, _) =
-                self.member_of(path, class, methods.clone(), name)?
+            && let Resolution::Resolved(def, _) = self.member_of(path, class, methods, name)?
         {
             return Ok(Resolution::Resolved(def, "enclosing class"));
         }
         // An import binding the name.
         if let Some(import) = import {
-            let all: Vec<Def> = functions.iter().chain(&methods).cloned().collect();
-            return Ok(self.in_module(path, language, &import.module, all, "import"));
+            let all: Vec<&Def> = functions.iter().chain(methods).collect();
+            return Ok(self.in_module(path, language, &import.module, &all, "import"));
         }
         // A wildcard import of a module that defines it.
         let refs = self.refs(path)?;
@@ -453,7 +468,7 @@ impl<'v> Resolver<'v> {
                 path,
                 language,
                 &wildcard.module,
-                functions.clone(),
+                &functions.iter().collect::<Vec<_>>(),
                 "import",
             ) {
                 return Ok(Resolution::Resolved(def, "import *"));
@@ -472,10 +487,10 @@ impl<'v> Resolver<'v> {
         Ok(match functions.len() {
             1 => Resolution::Resolved(functions[0].clone(), "unique name"),
             0 if IMPLICIT_SELF.contains(&language) && !methods.is_empty() => {
-                Resolution::Ambiguous(methods)
+                Resolution::Ambiguous(methods.to_vec())
             }
             0 => Resolution::Unresolved(format!("no `{name}` defined in the project")),
-            _ => Resolution::Ambiguous(functions),
+            _ => Resolution::Ambiguous(functions.to_vec()),
         })
     }
 
@@ -486,7 +501,7 @@ impl<'v> Resolver<'v> {
         path: &str,
         language: &str,
         module: &str,
-        candidates: Vec<Def>,
+        candidates: &[&Def],
         rule: &'static str,
     ) -> Resolution {
         let mut matched: Vec<Def> = Vec::new();
@@ -499,11 +514,11 @@ impl<'v> Resolver<'v> {
             std::collections::VecDeque::from([(path.to_string(), module.to_string(), 0)]);
         let mut seen = std::collections::HashSet::new();
         while let Some((from, module, hops)) = queue.pop_front() {
-            for def in &candidates {
+            for def in candidates {
                 if imports_from(language, &from, &module, &def.path) == Some(true)
                     && !matched.contains(def)
                 {
-                    matched.push(def.clone());
+                    matched.push((*def).clone());
                 }
             }
             if !matched.is_empty() || hops >= 4 || seen.len() > 64 {
@@ -535,24 +550,27 @@ impl<'v> Resolver<'v> {
     }
 }
 
-/// Whether code in language `a` can call code in language `b`.
-fn same_family(a: &str, b: &str) -> bool {
-    fn family(l: &str) -> &str {
-        match l {
-            "javascript" | "typescript" | "tsx" | "vue" | "svelte" => "js",
-            "c" | "cpp" => "c",
-            other => other,
-        }
+/// The family of languages that call each other's code.
+fn family(language: &str) -> &str {
+    match language {
+        "javascript" | "typescript" | "tsx" | "vue" | "svelte" => "js",
+        "c" | "cpp" => "c",
+        other => other,
     }
-    family(a) == family(b)
 }
 
 /// A member reached through a receiver whose class is unknown: ambiguous among the
 /// candidates (even one: an outside base class may define it), unresolved without any.
-fn pick(defs: Vec<Def>, what: &str, name: &str) -> Resolution {
+fn pick(defs: &[Def], what: &str, name: &str) -> Resolution {
     if defs.is_empty() {
         Resolution::Unresolved(format!("no {what} `{name}` defined in the project"))
     } else {
-        Resolution::Ambiguous(defs)
+        Resolution::Ambiguous(defs.to_vec())
     }
+}
+
+/// A name's definitions in one language family, members of a class apart.
+pub(super) struct Split {
+    pub(super) methods: Vec<Def>,
+    pub(super) functions: Vec<Def>,
 }
