@@ -357,6 +357,8 @@ async fn latency(dir: &std::path::Path) -> anyhow::Result<()> {
         status.chunks,
         started.elapsed().as_secs_f64()
     );
+    // Timed on a quiet daemon: the embedding worker done.
+    crate::world::wait_for_vectors(&mut client, &root_str, Duration::from_secs(3600)).await?;
     let names = sample_functions(&root, 7);
     let mut timed: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     for kind in ["callers", "callees"] {
@@ -415,6 +417,15 @@ async fn latency(dir: &std::path::Path) -> anyhow::Result<()> {
         }
         last = status.passes;
     }
+    let mut git_diff = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        std::process::Command::new("git")
+            .current_dir(&root)
+            .args(["diff", "--no-color", "--no-ext-diff", "--unified=0", "--relative", "HEAD", "--"])
+            .output()?;
+        git_diff.push(t.elapsed().as_secs_f64() * 1e3);
+    }
     let mut impact = Vec::new();
     let mut reached = 0;
     for _ in 0..5 {
@@ -438,6 +449,7 @@ async fn latency(dir: &std::path::Path) -> anyhow::Result<()> {
         "impact of a {changed}-line diff (depth 2, {reached} definitions reached): {}",
         summary(impact)
     );
+    println!("  of which `git diff` alone: {}", summary(git_diff));
     drop(daemon);
     Ok(())
 }
