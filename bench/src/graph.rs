@@ -422,7 +422,15 @@ async fn latency(dir: &std::path::Path) -> anyhow::Result<()> {
         let t = Instant::now();
         std::process::Command::new("git")
             .current_dir(&root)
-            .args(["diff", "--no-color", "--no-ext-diff", "--unified=0", "--relative", "HEAD", "--"])
+            .args([
+                "diff",
+                "--no-color",
+                "--no-ext-diff",
+                "--unified=0",
+                "--relative",
+                "HEAD",
+                "--",
+            ])
             .output()?;
         git_diff.push(t.elapsed().as_secs_f64() * 1e3);
     }

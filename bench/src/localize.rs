@@ -443,7 +443,7 @@ async fn one_hop(
             };
             for link in answer.into_inner().links {
                 // An agent follows an ambiguous call only when it has few candidates.
-                let few = if link.candidates.len() <= 3 {
+                let few = if link.candidates_total <= 3 {
                     &link.candidates[..]
                 } else {
                     &[]

@@ -76,7 +76,9 @@ pub(super) fn graph_reply(answer: GraphAnswer) -> pb::GraphReply {
                 line: l.line,
                 label: l.label.as_str().into(),
                 rule: l.rule,
-                candidates: l.candidates.into_iter().map(graph_def).collect(),
+                candidates_total: l.candidates.len() as u32,
+                // A name defined in hundreds of classes would make every link huge.
+                candidates: l.candidates.into_iter().take(10).map(graph_def).collect(),
                 depth: l.depth,
                 inherits: l.inherits,
             })

@@ -45,6 +45,9 @@ fn link(l: &pb::GraphLink) -> Value {
     }
     if !l.candidates.is_empty() {
         out["candidates"] = json!(l.candidates.iter().map(place).collect::<Vec<_>>());
+        if l.candidates_total as usize > l.candidates.len() {
+            out["candidates_total"] = json!(l.candidates_total);
+        }
     }
     if l.inherits {
         out["inherits"] = json!(true);

@@ -118,7 +118,7 @@ pub async fn graph(kind: &str, args: GraphArgs) -> ExitCode {
             .unwrap_or_default();
         let to = match (&l.to, l.candidates.is_empty()) {
             (Some(to), _) => to.qualified.clone(),
-            (None, false) => format!("{} (one of {})", l.name, l.candidates.len()),
+            (None, false) => format!("{} (one of {})", l.name, l.candidates_total),
             (None, true) => l.name.clone(),
         };
         format!(
