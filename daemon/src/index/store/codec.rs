@@ -197,8 +197,12 @@ impl<'a> BytesDecode<'a> for SymbolsCodec {
 }
 
 /// [`FileRefs`]: the references (name, line, kind, receiver), the imports (module, name,
-/// local name, line), then the bindings (name, type, line).
+/// local name, line), then the bindings (name, type, line); LZ4-compressed (names and
+/// receivers repeat: a third of the size).
 pub enum RefsCodec {}
+
+/// Largest decoded [`FileRefs`] (50,000 references of long names stay well under it).
+const MAX_REFS_BYTES: usize = 64 << 20;
 
 impl<'a> BytesEncode<'a> for RefsCodec {
     type EItem = FileRefs;
@@ -229,14 +233,20 @@ impl<'a> BytesEncode<'a> for RefsCodec {
             w.str(&b.type_name);
             w.u32(b.line);
         }
-        Ok(Cow::Owned(w.0))
+        Ok(Cow::Owned(lz4_flex::block::compress_prepend_size(&w.0)))
     }
 }
 
 impl<'a> BytesDecode<'a> for RefsCodec {
     type DItem = FileRefs;
     fn bytes_decode(bytes: &'a [u8]) -> Result<FileRefs, BoxedError> {
-        let mut r = Reader(bytes);
+        // A corrupt length must not ask for gigabytes.
+        let (size, _) = lz4_flex::block::uncompressed_size(bytes).map_err(|_| Corrupt)?;
+        if size > MAX_REFS_BYTES {
+            return Err(Corrupt.into());
+        }
+        let raw = lz4_flex::block::decompress_size_prepended(bytes).map_err(|_| Corrupt)?;
+        let mut r = Reader(&raw);
         let n = r.u32()? as usize;
         let mut refs = Vec::with_capacity(n.min(1 << 16));
         for _ in 0..n {

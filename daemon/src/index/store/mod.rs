@@ -49,8 +49,7 @@ pub mod db_name {
     pub const FILE_SYMBOLS: &str = "file_symbols";
     /// Relative path -> what the file refers to (calls, bases, imports).
     pub const FILE_REFS: &str = "file_refs";
-    /// `lowercase name \0 path` -> (): which files define a name; and `\x01 name \0 path`
-    /// -> (): which files call it or import it (see `symbols::referred_keys`).
+    /// `lowercase name \0 path` -> (): which files define a name.
     pub const SYMBOL_INDEX: &str = "symbol_index";
     /// hannoy's database: chunk vectors (item id = chunk id), cosine distance.
     pub const VECTORS: &str = "vectors";
@@ -485,13 +484,7 @@ impl<'s> StoreTxn<'s> {
                 }
                 store.file_symbols.delete(wtxn, &key)?;
             }
-            if let Some(refs) = store.file_refs.get(wtxn, &key)? {
-                for name_key in symbols::referred_keys(&refs, path) {
-                    store.symbol_index.delete(wtxn, &keys::key(&name_key))?;
-                    store.long_keys.delete(wtxn, &name_key)?;
-                }
-                store.file_refs.delete(wtxn, &key)?;
-            }
+            store.file_refs.delete(wtxn, &key)?;
             let Some(old) = store.files.get(wtxn, &key)? else {
                 return Ok(());
             };
@@ -533,10 +526,6 @@ impl<'s> StoreTxn<'s> {
                 store.file_symbols.put(wtxn, &key, symbols)?;
             }
             if !refs.refs.is_empty() || !refs.imports.is_empty() {
-                for name_key in symbols::referred_keys(refs, path) {
-                    let name_key = store.long_keys.put(wtxn, &name_key)?;
-                    store.symbol_index.put(wtxn, &name_key, &())?;
-                }
                 store.file_refs.put(wtxn, &key, refs)?;
             }
             // No vector is written here: the ANN graph is rebuilt by vector commits only, so

@@ -4,25 +4,6 @@ use std::collections::BTreeSet;
 
 use super::{FileRefs, IndexError, Store, SymbolRecord, keys};
 
-/// Marks a name-index key as a reference's (`\x01 name \0 path`), apart from the
-/// definitions' (`lowercase name \0 path`, which never start with it).
-const REFERRED: char = '\u{1}';
-
-/// The name-index keys of the names `refs` calls or imports (each once), in `path`.
-pub(super) fn referred_keys(refs: &FileRefs, path: &str) -> Vec<String> {
-    let names: BTreeSet<&str> = refs
-        .refs
-        .iter()
-        .map(|r| r.name.as_str())
-        .chain(refs.imports.iter().filter_map(|i| i.name.as_deref()))
-        .filter(|n| *n != "*")
-        .collect();
-    names
-        .into_iter()
-        .map(|name| format!("{REFERRED}{name}\0{path}"))
-        .collect()
-}
-
 impl Store {
     /// What `path` refers to.
     pub fn refs_of(&self, path: &str) -> Result<FileRefs, IndexError> {
@@ -77,24 +58,16 @@ impl Store {
         self.read(|rtxn| Ok(self.files.get(rtxn, &keys::key(path))?.map(|f| f.language)))
     }
 
-    /// The files that call or import `name` (exactly as written), in path order.
-    pub fn files_referring(&self, name: &str, limit: usize) -> Result<Vec<String>, IndexError> {
-        let prefix = format!("{REFERRED}{name}\0");
+    /// The files of these chunks, each once, in path order.
+    pub fn paths_of_chunks(&self, ids: &[u64]) -> Result<Vec<String>, IndexError> {
         self.read(|rtxn| {
-            let mut paths = Vec::new();
-            for item in self
-                .symbol_index
-                .prefix_iter(rtxn, keys::scan_prefix(&prefix))?
-            {
-                let (key, ()) = item?;
-                if let Some(path) = self.long_keys.full(rtxn, key)?.strip_prefix(&prefix) {
-                    paths.push(path.to_string());
-                    if paths.len() >= limit {
-                        break;
-                    }
+            let mut paths = BTreeSet::new();
+            for id in ids {
+                if let Some(chunk) = self.chunks.get(rtxn, id)? {
+                    paths.insert(chunk.path);
                 }
             }
-            Ok(paths)
+            Ok(paths.into_iter().collect())
         })
     }
 }

@@ -147,7 +147,12 @@ impl GraphView for ProjectIndex {
         self.store.symbols_named(name)
     }
     fn files_mentioning(&self, name: &str, limit: usize) -> Result<Vec<String>, IndexError> {
-        self.store.files_referring(name, limit)
+        // The index keeps words lowercase, without outer underscores (`_private`, `$x`).
+        let word = name.trim_matches(['_', '-', '$']).to_lowercase();
+        let ids = self.lexical.chunk_ids_with_word(&word)?;
+        let mut paths = self.store.paths_of_chunks(&ids)?;
+        paths.truncate(limit);
+        Ok(paths)
     }
 }
 

@@ -23,8 +23,8 @@ pub trait GraphView {
     fn language_of(&self, path: &str) -> Result<Option<String>, IndexError>;
     /// Every (path, symbol) whose bare name is `name`, any case.
     fn symbols_named(&self, name: &str) -> Result<Vec<(String, SymbolRecord)>, IndexError>;
-    /// Files that call or import `name` (as written; at most `limit`): the only ones that
-    /// can hold a reference to it.
+    /// Files whose text holds `name` as a word (at most `limit`): the only ones that can
+    /// hold a reference to it.
     fn files_mentioning(&self, name: &str, limit: usize) -> Result<Vec<String>, IndexError>;
 }
 
