@@ -337,20 +337,7 @@ impl<'v> Resolver<'v> {
                 let Some(class) = class else {
                     return Ok(pick(methods, "method", &name));
                 };
-                let bases = self.bases(path, &class)?;
-                let mut inherited = Vec::new();
-                for def in methods {
-                    if let Some(owner) = self.owner(def)?
-                        && bases.contains(&owner.name)
-                    {
-                        inherited.push(def.clone());
-                    }
-                }
-                Ok(match inherited.len() {
-                    1 => Resolution::Resolved(inherited.remove(0), "base class"),
-                    0 => pick(methods, "method", &name),
-                    _ => Resolution::Ambiguous(inherited),
-                })
+                self.inherited(path, &class, methods, &name)
             }
             Some(receiver) => {
                 if let Some(found) = self.declared(path, r.line, receiver, methods)? {
@@ -394,6 +381,18 @@ impl<'v> Resolver<'v> {
         if own.len() > 1 {
             return Ok(Resolution::Ambiguous(own));
         }
+        self.inherited(path, class, methods, name)
+    }
+
+    /// A member of one of `class`'s bases (one level), else any method of the name
+    /// (ambiguous: an outside base may define it).
+    fn inherited(
+        &self,
+        path: &str,
+        class: &SymbolRecord,
+        methods: &[Def],
+        name: &str,
+    ) -> Result<Resolution, IndexError> {
         let bases = self.bases(path, class)?;
         let mut inherited = Vec::new();
         for def in methods {
