@@ -21,6 +21,7 @@ use tantivy::{
 use crate::error::IndexError;
 
 mod fresh;
+mod words;
 
 use crate::index::tokenizer::{self, CODE_TOKENIZER, CodeTokenizer};
 
@@ -280,46 +281,6 @@ impl Lexical {
         self.reader.reload().map_err(|e| self.err(e))
     }
 
-    /// The chunk ids of every live document holding `word` (an indexed term: lowercase,
-    /// outer underscores trimmed) in its body or names; read from the fast field, no
-    /// document loaded.
-    pub fn chunk_ids_with_word(&self, word: &str) -> Result<Vec<u64>, IndexError> {
-        let f = &self.fields;
-        let word: Vec<(Occur, Box<dyn Query>)> = [f.body, f.names]
-            .into_iter()
-            .map(|field| {
-                let query =
-                    TermQuery::new(Term::from_field_text(field, word), IndexRecordOption::Basic);
-                (Occur::Should, Box::new(query) as Box<dyn Query>)
-            })
-            .collect();
-        let searcher = self.reader.searcher();
-        let found = searcher
-            .search(
-                &BooleanQuery::new(word),
-                &tantivy::collector::DocSetCollector,
-            )
-            .map_err(|e| self.err(e))?;
-        let mut columns = std::collections::HashMap::new();
-        let mut out = Vec::with_capacity(found.len());
-        for address in found {
-            let column = match columns.entry(address.segment_ord) {
-                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::hash_map::Entry::Vacant(e) => e.insert(
-                    searcher
-                        .segment_reader(address.segment_ord)
-                        .fast_fields()
-                        .u64("chunk_id")
-                        .map_err(|e| self.err(e))?,
-                ),
-            };
-            if let Some(id) = column.first(address.doc_id) {
-                out.push(id);
-            }
-        }
-        Ok(out)
-    }
-
     /// The chunk id of every live document (duplicates included).
     pub fn all_chunk_ids(&self) -> Result<Vec<u64>, IndexError> {
         let searcher = self.reader.searcher();
@@ -359,44 +320,6 @@ impl Lexical {
             out.insert(hit.chunk_id, hit);
         }
         Ok(out)
-    }
-
-    /// Chunks whose text or names hold `word` (one token, lowercased) whole, within `paths`
-    /// if given; at most `limit`, in index order.
-    pub fn chunks_with_word(
-        &self,
-        word: &str,
-        paths: Option<&[String]>,
-        limit: usize,
-    ) -> Result<Vec<LexicalHit>, IndexError> {
-        let f = &self.fields;
-        let word: Vec<(Occur, Box<dyn Query>)> = [f.body, f.names]
-            .into_iter()
-            .map(|field| {
-                let query =
-                    TermQuery::new(Term::from_field_text(field, word), IndexRecordOption::Basic);
-                (Occur::Should, Box::new(query) as Box<dyn Query>)
-            })
-            .collect();
-        let mut clauses: Vec<(Occur, Box<dyn Query>)> =
-            vec![(Occur::Must, Box::new(BooleanQuery::new(word)))];
-        if let Some(paths) = paths {
-            let terms = paths.iter().map(|p| Term::from_field_text(f.path_key, p));
-            clauses.push((Occur::Must, Box::new(TermSetQuery::new(terms))));
-        }
-        let searcher = self.reader.searcher();
-        let found = searcher
-            .search(
-                &BooleanQuery::new(clauses),
-                &TopDocs::with_limit(limit.max(1)).order_by_score(),
-            )
-            .map_err(|e| self.err(e))?;
-        let mut hits = Vec::with_capacity(found.len());
-        for (_, address) in found {
-            let doc: TantivyDocument = searcher.doc(address).map_err(|e| self.err(e))?;
-            hits.push(self.hit(&doc, 0.0));
-        }
-        Ok(hits)
     }
 
     fn hit(&self, doc: &TantivyDocument, score: f32) -> LexicalHit {

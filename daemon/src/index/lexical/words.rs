@@ -1,0 +1,86 @@
+//! Chunks holding one word, for `usages` and the code graph: their documents, or only
+//! their chunk ids (from the fast field, no document loaded).
+
+use tantivy::collector::{DocSetCollector, TopDocs};
+use tantivy::query::{BooleanQuery, Occur, Query, TermQuery, TermSetQuery};
+use tantivy::schema::IndexRecordOption;
+use tantivy::{TantivyDocument, Term};
+
+use super::{Lexical, LexicalHit};
+use crate::error::IndexError;
+
+impl Lexical {
+    /// `word` (one indexed token: lowercase, outer underscores trimmed) in a chunk's body
+    /// or names.
+    fn word_query(&self, word: &str) -> BooleanQuery {
+        let f = &self.fields;
+        BooleanQuery::new(
+            [f.body, f.names]
+                .into_iter()
+                .map(|field| {
+                    let query = TermQuery::new(
+                        Term::from_field_text(field, word),
+                        IndexRecordOption::Basic,
+                    );
+                    (Occur::Should, Box::new(query) as Box<dyn Query>)
+                })
+                .collect(),
+        )
+    }
+
+    /// Chunks whose text or names hold `word` whole, within `paths` if given; at most
+    /// `limit`, in index order.
+    pub fn chunks_with_word(
+        &self,
+        word: &str,
+        paths: Option<&[String]>,
+        limit: usize,
+    ) -> Result<Vec<LexicalHit>, IndexError> {
+        let f = &self.fields;
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> =
+            vec![(Occur::Must, Box::new(self.word_query(word)))];
+        if let Some(paths) = paths {
+            let terms = paths.iter().map(|p| Term::from_field_text(f.path_key, p));
+            clauses.push((Occur::Must, Box::new(TermSetQuery::new(terms))));
+        }
+        let searcher = self.reader.searcher();
+        let found = searcher
+            .search(
+                &BooleanQuery::new(clauses),
+                &TopDocs::with_limit(limit.max(1)).order_by_score(),
+            )
+            .map_err(|e| self.err(e))?;
+        let mut hits = Vec::with_capacity(found.len());
+        for (_, address) in found {
+            let doc: TantivyDocument = searcher.doc(address).map_err(|e| self.err(e))?;
+            hits.push(self.hit(&doc, 0.0));
+        }
+        Ok(hits)
+    }
+
+    /// The chunk ids of every live document holding `word` in its body or names.
+    pub fn chunk_ids_with_word(&self, word: &str) -> Result<Vec<u64>, IndexError> {
+        let searcher = self.reader.searcher();
+        let found = searcher
+            .search(&self.word_query(word), &DocSetCollector)
+            .map_err(|e| self.err(e))?;
+        let mut columns = std::collections::HashMap::new();
+        let mut out = Vec::with_capacity(found.len());
+        for address in found {
+            let column = match columns.entry(address.segment_ord) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => e.insert(
+                    searcher
+                        .segment_reader(address.segment_ord)
+                        .fast_fields()
+                        .u64("chunk_id")
+                        .map_err(|e| self.err(e))?,
+                ),
+            };
+            if let Some(id) = column.first(address.doc_id) {
+                out.push(id);
+            }
+        }
+        Ok(out)
+    }
+}
