@@ -4,8 +4,10 @@
 //! guessed: when several definitions could be meant, the answer is *ambiguous* with them
 //! all; when none in the project could, *unresolved*.
 
+use std::borrow::Borrow;
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::hash::Hash;
 use std::rc::Rc;
 
 use super::modules::{dir_of, imports_from, module_files};
@@ -137,93 +139,63 @@ impl<'v> Resolver<'v> {
     }
 
     pub fn symbols(&self, path: &str) -> Result<Rc<Vec<SymbolRecord>>, IndexError> {
-        if let Some(found) = self.symbols.borrow().get(path) {
-            return Ok(found.clone());
-        }
-        let found = Rc::new(self.view.symbols_of(path)?);
-        self.symbols
-            .borrow_mut()
-            .insert(path.to_string(), found.clone());
-        Ok(found)
+        cached(&self.symbols, path, || {
+            Ok(Rc::new(self.view.symbols_of(path)?))
+        })
     }
 
     pub fn refs(&self, path: &str) -> Result<Rc<FileRefs>, IndexError> {
-        if let Some(found) = self.refs.borrow().get(path) {
-            return Ok(found.clone());
-        }
-        let found = Rc::new(self.view.refs_of(path)?);
-        self.refs
-            .borrow_mut()
-            .insert(path.to_string(), found.clone());
-        Ok(found)
+        cached(&self.refs, path, || Ok(Rc::new(self.view.refs_of(path)?)))
     }
 
     pub fn language(&self, path: &str) -> Result<String, IndexError> {
-        if let Some(found) = self.languages.borrow().get(path) {
-            return Ok(found.clone());
-        }
-        let found = self.view.language_of(path)?.unwrap_or_default();
-        self.languages
-            .borrow_mut()
-            .insert(path.to_string(), found.clone());
-        Ok(found)
+        cached(&self.languages, path, || {
+            Ok(self.view.language_of(path)?.unwrap_or_default())
+        })
     }
 
     /// Definitions named exactly `name` that code can refer to.
     pub fn definitions(&self, name: &str) -> Result<Rc<Vec<Def>>, IndexError> {
-        if let Some(found) = self.named.borrow().get(name) {
-            return Ok(found.clone());
-        }
-        let mut defs: Vec<Def> = self
-            .view
-            .symbols_named(name)?
-            .iter()
-            .filter(|(_, s)| s.name == name && CALLABLE.contains(&s.kind.as_str()))
-            .map(|(path, s)| Def::new(path, s))
-            .collect();
-        defs.sort();
-        defs.dedup();
-        let defs = Rc::new(defs);
-        self.named
-            .borrow_mut()
-            .insert(name.to_string(), defs.clone());
-        Ok(defs)
+        cached(&self.named, name, || {
+            let mut defs: Vec<Def> = self
+                .view
+                .symbols_named(name)?
+                .iter()
+                .filter(|(_, s)| s.name == name && CALLABLE.contains(&s.kind.as_str()))
+                .map(|(path, s)| Def::new(path, s))
+                .collect();
+            defs.sort();
+            defs.dedup();
+            Ok(Rc::new(defs))
+        })
     }
 
     /// `name`'s definitions callable from `language` (code calls code of its own family:
     /// JS with TS, C with C++), methods apart from functions; once per request.
     fn split(&self, name: &str, language: &str) -> Result<Rc<Split>, IndexError> {
         let key = (name.to_string(), family(language).to_string());
-        if let Some(found) = self.splits.borrow().get(&key) {
-            return Ok(found.clone());
-        }
-        let mut split = Split {
-            methods: Vec::new(),
-            functions: Vec::new(),
-        };
-        for def in self.definitions(name)?.iter() {
-            if family(&self.language(&def.path)?) != key.1 {
-                continue;
+        cached(&self.splits, &key, || {
+            let mut split = Split {
+                methods: Vec::new(),
+                functions: Vec::new(),
+            };
+            for def in self.definitions(name)?.iter() {
+                if family(&self.language(&def.path)?) != key.1 {
+                    continue;
+                }
+                if self.is_method(def)? {
+                    split.methods.push(def.clone());
+                } else {
+                    split.functions.push(def.clone());
+                }
             }
-            if self.is_method(def)? {
-                split.methods.push(def.clone());
-            } else {
-                split.functions.push(def.clone());
-            }
-        }
-        let split = Rc::new(split);
-        self.splits.borrow_mut().insert(key, split.clone());
-        Ok(split)
+            Ok(Rc::new(split))
+        })
     }
 
     /// The enclosing class-like symbol of a definition, if it is a member of one.
     pub fn owner(&self, def: &Def) -> Result<Option<SymbolRecord>, IndexError> {
-        if let Some(found) = self.owners.borrow().get(def) {
-            return Ok(found.clone());
-        }
-        let found = self.find_owner(def)?;
-        self.owners.borrow_mut().insert(def.clone(), found.clone());
-        Ok(found)
+        cached(&self.owners, def, || self.find_owner(def))
     }
 
     fn find_owner(&self, def: &Def) -> Result<Option<SymbolRecord>, IndexError> {
@@ -556,6 +528,26 @@ fn family(language: &str) -> &str {
         "c" | "cpp" => "c",
         other => other,
     }
+}
+
+/// `cache[key]`, made by `make` the first time it is asked for in this request (the borrow
+/// is released while `make` runs, so it may fill other caches).
+fn cached<Q, K, V>(
+    cache: &RefCell<HashMap<K, V>>,
+    key: &Q,
+    make: impl FnOnce() -> Result<V, IndexError>,
+) -> Result<V, IndexError>
+where
+    Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
+    K: Borrow<Q> + Hash + Eq,
+    V: Clone,
+{
+    if let Some(found) = cache.borrow().get(key) {
+        return Ok(found.clone());
+    }
+    let made = make()?;
+    cache.borrow_mut().insert(key.to_owned(), made.clone());
+    Ok(made)
 }
 
 /// A member reached through a receiver whose class is unknown: ambiguous among the
