@@ -245,40 +245,39 @@ impl<'v> Walk<'v> {
         depth: u32,
         bases: bool,
     ) -> Result<GraphAnswer, Error> {
-        let mut answer = GraphAnswer {
-            targets: targets.to_vec(),
-            ..Default::default()
-        };
-        let mut seen: HashSet<Def> = targets.iter().cloned().collect();
-        let mut level: Vec<Def> = targets.to_vec();
-        for d in 1..=depth.clamp(1, MAX_DEPTH) {
-            let mut next = Vec::new();
-            for target in &level {
+        self.levels(
+            targets,
+            depth,
+            |walk, target, d, answer| {
+                // Code at a file's top level has no callers of its own.
                 if target.kind == "file" {
-                    continue;
+                    return Ok(Vec::new());
                 }
-                for link in self.callers_of(target, bases, d, &mut answer)? {
-                    if seen.insert(link.from.clone()) {
-                        next.push(link.from.clone());
-                    }
-                    answer.links.push(link);
-                }
-                if answer.links.len() >= MAX_LINKS {
-                    self.complete = false;
-                    break;
-                }
-            }
-            if next.is_empty() || !self.complete {
-                break;
-            }
-            level = next;
-        }
-        answer.complete = self.complete;
-        Ok(answer)
+                walk.callers_of(target, bases, d, answer)
+            },
+            |link| Some(&link.from),
+        )
     }
 
     /// Callees of `targets`, level by level up to `depth`, following resolved links.
     pub fn callees(&mut self, targets: &[Def], depth: u32) -> Result<GraphAnswer, Error> {
+        self.levels(
+            targets,
+            depth,
+            |walk, target, d, _| walk.callees_of(target, d),
+            |link| link.to.as_ref(),
+        )
+    }
+
+    /// A breadth-first walk from `targets`: each level's links from `step`, the next level
+    /// the definitions `next` names that were not seen, until `depth` or the link bound.
+    fn levels(
+        &mut self,
+        targets: &[Def],
+        depth: u32,
+        mut step: impl FnMut(&mut Self, &Def, u32, &mut GraphAnswer) -> Result<Vec<Link>, Error>,
+        next: impl Fn(&Link) -> Option<&Def>,
+    ) -> Result<GraphAnswer, Error> {
         let mut answer = GraphAnswer {
             targets: targets.to_vec(),
             ..Default::default()
@@ -286,13 +285,13 @@ impl<'v> Walk<'v> {
         let mut seen: HashSet<Def> = targets.iter().cloned().collect();
         let mut level: Vec<Def> = targets.to_vec();
         for d in 1..=depth.clamp(1, MAX_DEPTH) {
-            let mut next = Vec::new();
+            let mut following = Vec::new();
             for target in &level {
-                for link in self.callees_of(target, d)? {
-                    if let Some(to) = &link.to
-                        && seen.insert(to.clone())
+                for link in step(self, target, d, &mut answer)? {
+                    if let Some(def) = next(&link)
+                        && seen.insert(def.clone())
                     {
-                        next.push(to.clone());
+                        following.push(def.clone());
                     }
                     answer.links.push(link);
                 }
@@ -301,10 +300,10 @@ impl<'v> Walk<'v> {
                     break;
                 }
             }
-            if next.is_empty() || !self.complete {
+            if following.is_empty() || !self.complete {
                 break;
             }
-            level = next;
+            level = following;
         }
         answer.complete = self.complete;
         Ok(answer)
