@@ -37,17 +37,13 @@ fn place(d: &pb::GraphDef) -> String {
 }
 
 pub async fn graph(kind: &str, args: GraphArgs) -> ExitCode {
-    let (root, link) = match super::project_link(args.root.as_deref()) {
+    let (root, link) = match super::opened_project(args.root.as_deref()).await {
         Ok(pair) => pair,
         Err(e) => {
             eprintln!("amanctl: {e}");
             return ExitCode::FAILURE;
         }
     };
-    if let Err(e) = link.project_status(&root).await {
-        eprintln!("amanctl: {e}");
-        return ExitCode::FAILURE;
-    }
     let request = pb::GraphRequest {
         root,
         kind: kind.into(),

@@ -334,6 +334,18 @@ fn project_link(
     ))
 }
 
+/// [`project_link`], with the project opened (indexing starts if it must): what a
+/// command that asks a project a question starts with.
+async fn opened_project(
+    path: Option<&std::path::Path>,
+) -> Result<(String, amanmcp::link::DaemonLink), String> {
+    let (root, link) = project_link(path)?;
+    link.project_status(&root)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok((root, link))
+}
+
 async fn verify(path: Option<std::path::PathBuf>, as_json: bool) -> ExitCode {
     let (root, link) = match project_link(path.as_deref()) {
         Ok(pair) => pair,

@@ -50,17 +50,13 @@ enum Mode {
 }
 
 pub async fn search(args: SearchArgs) -> ExitCode {
-    let (root, link) = match super::project_link(args.path.as_deref()) {
+    let (root, link) = match super::opened_project(args.path.as_deref()).await {
         Ok(pair) => pair,
         Err(e) => {
             eprintln!("amanctl: {e}");
             return ExitCode::FAILURE;
         }
     };
-    if let Err(e) = link.project_status(&root).await {
-        eprintln!("amanctl: {e}");
-        return ExitCode::FAILURE;
-    }
     let request = pb::SearchRequest {
         root: root.clone(),
         query: args.query.clone(),
