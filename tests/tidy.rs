@@ -6,7 +6,14 @@
 use std::path::{Path, PathBuf};
 
 const MAX_LINES: usize = 600;
-const SOURCE_DIRS: &[&str] = &["daemon/src", "shim/src", "bench/src", "proto/src", "tests"];
+const SOURCE_DIRS: &[&str] = &[
+    "daemon/src",
+    "daemon/encoder/src",
+    "shim/src",
+    "bench/src",
+    "proto/src",
+    "tests",
+];
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

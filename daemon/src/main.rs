@@ -44,7 +44,6 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    pin_thread_count();
     let args = Args::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -161,19 +160,6 @@ fn http_options(
         socket: socket.to_path_buf(),
         config_dir,
     }))
-}
-
-/// Say how many threads to use once, in `RAYON_NUM_THREADS` (unless set): candle asks for
-/// it before every matrix product and, without it, parses `/proc/cpuinfo` each time (7% of
-/// the built-in embedder's time on 2 cores). The same count rayon would choose.
-fn pin_thread_count() {
-    if std::env::var_os("RAYON_NUM_THREADS").is_some() {
-        return;
-    }
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    // SAFETY: the first statement of `main`: no other thread exists yet to read the
-    // environment concurrently.
-    unsafe { std::env::set_var("RAYON_NUM_THREADS", cores.to_string()) };
 }
 
 /// Raise the soft limit on open files to the hard limit: every project holds LMDB and tantivy

@@ -3,7 +3,7 @@
 //! One [`Embedder`] serves the whole daemon (every project), chosen at start-up by
 //! [`EmbedConfig::from_env`]:
 //! - `builtin` (default, [`words`]): paraphrase-MiniLM-L3-v2, compiled into the binary
-//!   (4-bit weights from the `pocket-encoder` crate, run on candle in pure Rust), embeds each
+//!   (4-bit weights from the `pocket-encoder` crate, run by `amanmcp-encoder` in pure Rust), embeds each
 //!   word once; a text's vector is the sum of its words'. Offline, no set-up, thousands of
 //!   chunks a second once the words are known.
 //! - `minilm` ([`minilm`]): the same model run over each whole text: contextual, ~100

@@ -1,0 +1,321 @@
+//! The weights and the forward pass: BERT with 3 layers, 12 heads, GELU (erf), as
+//! `pocket-encoder` runs it (its CPU path, kept to the same operation order), with the texts
+//! of a call packed as rows of one matrix.
+
+use std::collections::HashMap;
+
+use crate::Error;
+
+/// Coordinates of a vector.
+pub const DIMENSIONS: usize = HIDDEN;
+
+const HIDDEN: usize = 384;
+const HEADS: usize = 12;
+const HEAD: usize = HIDDEN / HEADS;
+const INTERMEDIATE: usize = 1536;
+const LAYERS: usize = 3;
+const VOCAB: usize = 30522;
+const POSITIONS: usize = 512;
+
+/// `y = x W^T + b`, `W` stored `[outputs, inputs]` as in the file.
+struct Linear {
+    weight: Vec<f32>,
+    bias: Vec<f32>,
+    inputs: usize,
+    outputs: usize,
+}
+
+struct Norm {
+    scale: Vec<f32>,
+    bias: Vec<f32>,
+}
+
+struct Layer {
+    /// Query, key and value stacked: one product gives all three (`[3 * HIDDEN, HIDDEN]`).
+    qkv: Linear,
+    attention_out: Linear,
+    attention_norm: Norm,
+    intermediate: Linear,
+    output: Linear,
+    output_norm: Norm,
+}
+
+pub(crate) struct Bert {
+    words: Vec<f32>,
+    positions: Vec<f32>,
+    /// Token type 0's row (every text here is one segment).
+    segment: Vec<f32>,
+    embedding_norm: Norm,
+    layers: Vec<Layer>,
+}
+
+/// The weights as the file stores them: matrices 4-bit in groups of 32 with an f16 scale
+/// each (`NAME.q4`, `NAME.scales`), vectors as f32.
+struct Weights<'a> {
+    file: safetensors::SafeTensors<'a>,
+    shapes: HashMap<String, Vec<usize>>,
+}
+
+fn load_error(e: impl std::fmt::Display) -> Error {
+    Error::Load(e.to_string())
+}
+
+impl Weights<'_> {
+    fn take(&self, name: &str, expected: &[usize]) -> Result<Vec<f32>, Error> {
+        let shape = self
+            .shapes
+            .get(name)
+            .ok_or_else(|| load_error(format!("no weight {name}")))?;
+        if shape != expected {
+            return Err(load_error(format!("{name} is {shape:?}, not {expected:?}")));
+        }
+        let count: usize = shape.iter().product();
+        let values: Vec<f32> = if shape.len() < 2 {
+            self.file
+                .tensor(name)
+                .map_err(load_error)?
+                .data()
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect()
+        } else {
+            let packed = self
+                .file
+                .tensor(&format!("{name}.q4"))
+                .map_err(load_error)?;
+            let packed = packed.data();
+            let scales: Vec<f32> = self
+                .file
+                .tensor(&format!("{name}.scales"))
+                .map_err(load_error)?
+                .data()
+                .chunks_exact(2)
+                .map(|b| half::f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f32())
+                .collect();
+            if packed.len() * 2 < count || scales.len() * 32 < count {
+                return Err(load_error(format!("{name} is shorter than its shape")));
+            }
+            (0..count)
+                .map(|i| {
+                    let nibble = (packed[i / 2] >> ((i % 2) * 4)) & 15;
+                    (nibble as i16 - 8) as f32 * scales[i / 32]
+                })
+                .collect()
+        };
+        if values.len() != count {
+            return Err(load_error(format!("{name} has {} values", values.len())));
+        }
+        Ok(values)
+    }
+
+    fn linear(&self, name: &str, inputs: usize, outputs: usize) -> Result<Linear, Error> {
+        Ok(Linear {
+            weight: self.take(&format!("{name}.weight"), &[outputs, inputs])?,
+            bias: self.take(&format!("{name}.bias"), &[outputs])?,
+            inputs,
+            outputs,
+        })
+    }
+
+    fn norm(&self, name: &str) -> Result<Norm, Error> {
+        Ok(Norm {
+            scale: self.take(&format!("{name}.weight"), &[HIDDEN])?,
+            bias: self.take(&format!("{name}.bias"), &[HIDDEN])?,
+        })
+    }
+}
+
+impl Bert {
+    pub(crate) fn load(safetensors: &[u8], shapes: &str) -> Result<Bert, Error> {
+        let weights = Weights {
+            file: safetensors::SafeTensors::deserialize(safetensors).map_err(load_error)?,
+            shapes: serde_json::from_str(shapes).map_err(load_error)?,
+        };
+        let mut layers = Vec::with_capacity(LAYERS);
+        for layer in 0..LAYERS {
+            let at = |part: &str| format!("encoder.layer.{layer}.{part}");
+            let [query, key, value] = ["query", "key", "value"]
+                .map(|part| weights.linear(&at(&format!("attention.self.{part}")), HIDDEN, HIDDEN));
+            let (query, key, value) = (query?, key?, value?);
+            layers.push(Layer {
+                qkv: Linear {
+                    weight: [query.weight, key.weight, value.weight].concat(),
+                    bias: [query.bias, key.bias, value.bias].concat(),
+                    inputs: HIDDEN,
+                    outputs: 3 * HIDDEN,
+                },
+                attention_out: weights.linear(&at("attention.output.dense"), HIDDEN, HIDDEN)?,
+                attention_norm: weights.norm(&at("attention.output.LayerNorm"))?,
+                intermediate: weights.linear(&at("intermediate.dense"), HIDDEN, INTERMEDIATE)?,
+                output: weights.linear(&at("output.dense"), INTERMEDIATE, HIDDEN)?,
+                output_norm: weights.norm(&at("output.LayerNorm"))?,
+            });
+        }
+        let segments = weights.take("embeddings.token_type_embeddings.weight", &[2, HIDDEN])?;
+        Ok(Bert {
+            words: weights.take("embeddings.word_embeddings.weight", &[VOCAB, HIDDEN])?,
+            positions: weights.take(
+                "embeddings.position_embeddings.weight",
+                &[POSITIONS, HIDDEN],
+            )?,
+            segment: segments[..HIDDEN].to_vec(),
+            embedding_norm: weights.norm("embeddings.LayerNorm")?,
+            layers,
+        })
+    }
+
+    /// Each sequence's last hidden states summed over its tokens (the mean's direction).
+    /// Ids past the vocabulary and positions past the table are clamped (the tokenizer
+    /// gives neither).
+    pub(crate) fn pooled(&self, sequences: &[&[u32]]) -> Vec<Vec<f32>> {
+        let rows: usize = sequences.iter().map(|s| s.len()).sum();
+        let mut hidden = vec![0f32; rows * HIDDEN];
+        let mut row = hidden.chunks_exact_mut(HIDDEN);
+        for sequence in sequences {
+            for (position, &id) in sequence.iter().enumerate() {
+                let id = (id as usize).min(VOCAB - 1);
+                let position = position.min(POSITIONS - 1);
+                let word = &self.words[id * HIDDEN..][..HIDDEN];
+                let place = &self.positions[position * HIDDEN..][..HIDDEN];
+                let out = row.next().expect("one row per token");
+                for (j, out) in out.iter_mut().enumerate() {
+                    *out = (word[j] + self.segment[j]) + place[j];
+                }
+            }
+        }
+        norm(&mut hidden, &self.embedding_norm);
+        for layer in &self.layers {
+            let qkv = linear(&hidden, rows, &layer.qkv);
+            let context = attention(&qkv, sequences);
+            let mut attended = linear(&context, rows, &layer.attention_out);
+            for (a, h) in attended.iter_mut().zip(&hidden) {
+                *a += h;
+            }
+            norm(&mut attended, &layer.attention_norm);
+            let mut intermediate = linear(&attended, rows, &layer.intermediate);
+            for v in &mut intermediate {
+                *v = (libm::erff(*v * std::f32::consts::FRAC_1_SQRT_2) + 1.0) * 0.5 * *v;
+            }
+            hidden = linear(&intermediate, rows, &layer.output);
+            for (h, a) in hidden.iter_mut().zip(&attended) {
+                *h += a;
+            }
+            norm(&mut hidden, &layer.output_norm);
+        }
+        let mut rows = hidden.chunks_exact(HIDDEN);
+        sequences
+            .iter()
+            .map(|sequence| {
+                let mut pooled = vec![0f32; HIDDEN];
+                for row in rows.by_ref().take(sequence.len()) {
+                    for (p, v) in pooled.iter_mut().zip(row) {
+                        *p += v;
+                    }
+                }
+                pooled
+            })
+            .collect()
+    }
+}
+
+/// Self-attention within each sequence: for every head, softmax(q k^T / sqrt(d)) v over the
+/// sequence's own rows of the stacked query, key and value.
+fn attention(qkv: &[f32], sequences: &[&[u32]]) -> Vec<f32> {
+    let rows: usize = sequences.iter().map(|s| s.len()).sum();
+    let mut context = vec![0f32; rows * HIDDEN];
+    let scale = (HEAD as f64).sqrt();
+    let row = |r: usize, part: usize, head: usize| {
+        &qkv[r * 3 * HIDDEN + part * HIDDEN + head * HEAD..][..HEAD]
+    };
+    let mut scores = Vec::new();
+    let mut start = 0;
+    for sequence in sequences {
+        let n = sequence.len();
+        for head in 0..HEADS {
+            for a in start..start + n {
+                let query = row(a, 0, head);
+                scores.clear();
+                scores.extend((start..start + n).map(|b| {
+                    let dot: f32 = query.iter().zip(row(b, 1, head)).map(|(x, y)| x * y).sum();
+                    (dot as f64 / scale) as f32
+                }));
+                let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                let mut sum = 0.0;
+                for s in scores.iter_mut() {
+                    *s = (*s - max).exp();
+                    sum += *s;
+                }
+                let out = &mut context[a * HIDDEN + head * HEAD..][..HEAD];
+                for (b, weight) in (start..start + n).zip(&scores) {
+                    let weight = weight / sum;
+                    for (o, v) in out.iter_mut().zip(row(b, 2, head)) {
+                        *o += weight * v;
+                    }
+                }
+            }
+        }
+        start += n;
+    }
+    context
+}
+
+/// Layer norm of each row, with the reduction and epsilon the reference uses.
+fn norm(values: &mut [f32], norm: &Norm) {
+    for row in values.chunks_exact_mut(HIDDEN) {
+        let (mut sum, mut squares) = (0f32, 0f32);
+        for &v in row.iter() {
+            sum += v;
+            squares += v * v;
+        }
+        let mean = sum / HIDDEN as f32;
+        let inverse = (squares / HIDDEN as f32 - mean * mean + 1e-12)
+            .sqrt()
+            .recip();
+        for ((v, scale), bias) in row.iter_mut().zip(&norm.scale).zip(&norm.bias) {
+            *v = (*v - mean) * inverse * scale + bias;
+        }
+    }
+}
+
+fn linear(input: &[f32], rows: usize, layer: &Linear) -> Vec<f32> {
+    let (width, cols) = (layer.inputs, layer.outputs);
+    assert_eq!(input.len(), rows * width, "input rows of the layer's width");
+    assert_eq!(
+        layer.weight.len(),
+        width * cols,
+        "a weight of the layer's shape"
+    );
+    let mut output = vec![0f32; rows * cols];
+    // SAFETY: every matrix is an owned, contiguous f32 slice whose length is checked above
+    // against the strides given; the output is fresh, so it aliases neither input. The
+    // weight is read transposed by its strides only.
+    unsafe {
+        gemm::gemm(
+            rows,
+            cols,
+            width,
+            output.as_mut_ptr(),
+            1,
+            cols as isize,
+            false,
+            input.as_ptr(),
+            1,
+            width as isize,
+            layer.weight.as_ptr(),
+            width as isize,
+            1,
+            0.0,
+            1.0,
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
+        );
+    }
+    for row in output.chunks_exact_mut(cols) {
+        for (v, b) in row.iter_mut().zip(&layer.bias) {
+            *v += b;
+        }
+    }
+    output
+}
