@@ -49,6 +49,10 @@ enum BenchCommand {
         /// Index DIR itself instead of a temporary copy (skips the file-change figure).
         #[arg(long)]
         in_place: bool,
+        /// Fill the built-in embedder's word table first (what a daemon does once per
+        /// machine while idle), so the vectors figure is that of a machine that has it.
+        #[arg(long)]
+        word_table: bool,
     },
     /// CoSQA retrieval quality: 500 web queries over 6,267 Python functions (one file each),
     /// through the real daemon. Prints MRR and Recall@1/5/10; fails below `--min-mrr`.
@@ -117,6 +121,7 @@ fn main() -> anyhow::Result<()> {
             rounds,
             queries,
             in_place,
+            word_table,
         } => {
             let mut list: Vec<String> = index::QUERIES.iter().map(|q| q.to_string()).collect();
             if let Some(path) = queries {
@@ -129,7 +134,9 @@ fn main() -> anyhow::Result<()> {
                 );
             }
             let runtime = tokio::runtime::Runtime::new()?;
-            runtime.block_on(index::bench_index(&dir, rounds, &list, in_place))
+            runtime.block_on(index::bench_index(
+                &dir, rounds, &list, in_place, word_table,
+            ))
         }
         BenchCommand::Cosqa {
             eval,

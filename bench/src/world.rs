@@ -70,6 +70,9 @@ pub async fn start_daemon_on(
             "AMANMCP_LOG",
             std::env::var("AMANMCP_LOG").unwrap_or_else(|_| "warn".into()),
         )
+        // The word table would take a core whenever the daemon is idle, between the timed
+        // steps; `index --word-table` fills it before the daemon starts instead.
+        .env("AMANMCP_WORD_TABLE", "off")
         .envs(vars.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -145,7 +145,9 @@ impl TestEnv {
             .env("AMANMCP_SOCKET", self.socket())
             .env("AMANMCP_DATA_DIR", self.data_dir())
             .env("AMANMCP_DAEMON_BIN", bin("amanmcpd"))
-            .env("AMANMCP_LOG", "info");
+            .env("AMANMCP_LOG", "info")
+            // Test daemons stay quiet when idle: the word table has its own tests.
+            .env("AMANMCP_WORD_TABLE", "off");
     }
 
     /// A command for one of the binaries, in this environment.

@@ -85,6 +85,20 @@ impl Encoder {
         Ok(encoded.get_ids().to_vec())
     }
 
+    /// The tokenizer's whole words (not `##` continuations or special tokens), sorted.
+    pub fn vocabulary(&self) -> Vec<String> {
+        let mut words: Vec<String> = self
+            .tokenizer
+            .get_vocab(false)
+            .into_keys()
+            .filter(|w| {
+                !w.starts_with("##") && !w.starts_with('[') && w.chars().all(char::is_alphabetic)
+            })
+            .collect();
+        words.sort();
+        words
+    }
+
     /// Unit vectors of the texts, in order; all in one forward pass on the calling thread
     /// (callers spread batches over threads). An empty text (no tokens but the special
     /// ones) still gets a vector, as the model gives one.
@@ -165,6 +179,18 @@ mod tests {
             let norm: f32 = v.iter().map(|x| x * x).sum::<f32>().sqrt();
             assert!((norm - 1.0).abs() < 1e-4);
         }
+    }
+
+    #[test]
+    fn the_vocabulary_holds_whole_words_only() {
+        let words = Encoder::shared().unwrap().vocabulary();
+        assert!(words.len() > 20_000, "{} words", words.len());
+        assert!(words.iter().any(|w| w == "parse"));
+        assert!(
+            words
+                .iter()
+                .all(|w| !w.starts_with("##") && !w.contains('['))
+        );
     }
 
     #[test]

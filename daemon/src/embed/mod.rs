@@ -18,6 +18,7 @@
 pub mod cache;
 mod http;
 mod minilm;
+mod table;
 pub mod words;
 pub mod worker;
 
@@ -97,6 +98,9 @@ pub trait Embedder: Send + Sync {
     /// The daemon's shared cache, for a backend that keeps parts of its own there (the
     /// built-in one's word vectors). Most ignore it.
     fn attach_cache(&self, _cache: Arc<cache::SharedCache>) {}
+    /// Start what the backend does in the background while the daemon is otherwise idle
+    /// (the built-in one: filling its word table into the attached cache). Most do nothing.
+    fn start_idle_work(&self) {}
 }
 
 /// Which backend, from `AMANMCP_EMBEDDER`.
@@ -256,6 +260,7 @@ impl Embedding {
         let cache = Arc::new(cache);
         let model = cache::model_key(&self.embedder.model_id());
         self.embedder.attach_cache(cache.clone());
+        self.embedder.start_idle_work();
         let _ = self.shared.set((cache, model));
     }
 

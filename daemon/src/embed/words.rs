@@ -20,6 +20,7 @@ use rayon::prelude::*;
 use amanmcp_encoder::{DIMENSIONS, Encoder};
 
 use super::cache::{SharedCache, model_key};
+use super::table::{self, Activity};
 use super::{EmbedError, Embedder, Purpose, normalize};
 
 /// Words too common in prose or code to say what a text is about.
@@ -74,7 +75,7 @@ fn model(e: amanmcp_encoder::Error) -> EmbedError {
 
 /// The words of `text`, split as code spells them apart, lowercased, with their counts.
 /// Stopwords, numbers, one-letter and very long words are left out.
-pub fn words(text: &str) -> HashMap<String, u32> {
+pub(super) fn words(text: &str) -> HashMap<String, u32> {
     let mut out: HashMap<String, u32> = HashMap::new();
     for token in text.split(|c: char| !c.is_alphanumeric()) {
         // Digits split words too: `utf8` -> `utf`, and the letters of hashes and encoded
@@ -130,13 +131,59 @@ fn split_identifier(token: &str) -> Vec<&str> {
     parts
 }
 
+/// The model as a word-vector table: a word's vector, common direction removed. Cheap to
+/// clone (the word table's filler holds one).
+#[derive(Clone)]
+pub(super) struct WordModel {
+    encoder: &'static Encoder,
+    /// The unit mean of [`COMMON`]'s vectors.
+    common: Arc<[f32]>,
+}
+
+impl WordModel {
+    pub(super) fn new() -> Result<WordModel, EmbedError> {
+        let encoder = Encoder::shared().map_err(model)?;
+        let mut common = vec![0f32; DIMENSIONS];
+        for vector in encoder.embed(COMMON).map_err(model)? {
+            for (sum, v) in common.iter_mut().zip(vector) {
+                *sum += v;
+            }
+        }
+        let common = normalize(common)
+            .ok_or_else(|| EmbedError::Model("the common words have no direction".into()))?;
+        Ok(WordModel {
+            encoder,
+            common: common.into(),
+        })
+    }
+
+    /// The words' vectors, in one forward pass on this thread, without their component
+    /// along the common direction.
+    pub(super) fn vectors(&self, words: &[&str]) -> Result<Vec<Box<[f16]>>, EmbedError> {
+        let vectors = self.encoder.embed(words).map_err(model)?;
+        Ok(vectors
+            .into_iter()
+            .map(|vector| {
+                let along: f32 = vector
+                    .iter()
+                    .zip(self.common.iter())
+                    .map(|(a, b)| a * b)
+                    .sum();
+                vector
+                    .iter()
+                    .zip(self.common.iter())
+                    .map(|(v, c)| f16::from_f32(v - along * c))
+                    .collect()
+            })
+            .collect())
+    }
+}
+
 /// Word vectors of the compiled-in MiniLM, summed per text.
 pub struct Words {
-    encoder: &'static Encoder,
+    model: WordModel,
     model_id: String,
     dims: usize,
-    /// The unit mean of [`COMMON`]'s vectors.
-    common: Vec<f32>,
     /// Each word's vector, common direction removed, in f16.
     known: RwLock<HashMap<String, Box<[f16]>>>,
     /// New words of document batches are run here, apart from queries' words.
@@ -149,6 +196,8 @@ pub struct Words {
     shared: OnceLock<(Arc<SharedCache>, u64)>,
     /// Words run through the model (for tests and figures).
     model_runs: AtomicUsize,
+    /// Whether documents are being embedded (the word table waits for them).
+    activity: Arc<Activity>,
 }
 
 /// `builtin:words-v{version}:` and the compiled-in model's id and revision.
@@ -157,40 +206,50 @@ fn versioned_id(version: u32) -> String {
     format!("builtin:words-v{version}:{}@{}", info.id, info.revision)
 }
 
-fn word_hash(word: &str) -> u64 {
+pub(super) fn word_hash(word: &str) -> u64 {
     xxhash_rust::xxh3::xxh3_64(word.as_bytes())
 }
 
+/// The key of the word vectors in the shared cache, apart from the texts' vectors of the
+/// same model.
+pub(super) fn words_key() -> u64 {
+    model_key(&format!("{}#words", versioned_id(WORD_VERSION)))
+}
+
 impl Words {
+    /// Fill the word table into `cache` now, on this thread (what the daemon does in the
+    /// background); returns how many words the model ran for.
+    pub fn fill_table(&self, cache: &SharedCache) -> Result<usize, EmbedError> {
+        let table = table::table_words(self.model.encoder.vocabulary());
+        table::fill(&self.model, cache, words_key(), &table, || {})
+    }
+
+    /// Words run through the model so far.
+    #[cfg(test)]
+    pub(super) fn model_runs(&self) -> usize {
+        self.model_runs.load(Ordering::Relaxed)
+    }
+
     /// Load the compiled-in weights (once per process). `batch_size`: texts per call
     /// (default 256).
     pub fn new(batch_size: Option<usize>) -> Result<Words, EmbedError> {
-        let encoder = Encoder::shared().map_err(model)?;
         let pool = |name: &'static str| {
             rayon::ThreadPoolBuilder::new()
                 .thread_name(move |i| format!("amanmcp-{name}-{i}"))
                 .build()
                 .map_err(|e| EmbedError::Model(format!("cannot start the embedding threads: {e}")))
         };
-        let mut common = vec![0f32; DIMENSIONS];
-        for vector in encoder.embed(COMMON).map_err(model)? {
-            for (sum, v) in common.iter_mut().zip(vector) {
-                *sum += v;
-            }
-        }
-        let common = normalize(common)
-            .ok_or_else(|| EmbedError::Model("the common words have no direction".into()))?;
         Ok(Words {
             model_id: versioned_id(VERSION),
             dims: DIMENSIONS,
-            encoder,
-            common,
+            model: WordModel::new()?,
             known: RwLock::new(HashMap::new()),
             documents: pool("embed")?,
             queries: pool("query")?,
             batch_size: batch_size.unwrap_or(256),
             shared: OnceLock::new(),
             model_runs: AtomicUsize::new(0),
+            activity: Arc::default(),
         })
     }
 
@@ -256,25 +315,12 @@ impl Words {
         Ok(())
     }
 
-    /// The words' model vectors, in one forward pass, without their component along the
-    /// common direction.
+    /// The words' vectors from the model, in one forward pass.
     fn word_vectors(&self, words: &[&String]) -> Result<Vec<WordVector>, EmbedError> {
         self.model_runs.fetch_add(words.len(), Ordering::Relaxed);
         let texts: Vec<&str> = words.iter().map(|w| w.as_str()).collect();
-        let vectors = self.encoder.embed(&texts).map_err(model)?;
-        Ok(words
-            .iter()
-            .zip(vectors)
-            .map(|(word, vector)| {
-                let along: f32 = vector.iter().zip(&self.common).map(|(a, b)| a * b).sum();
-                let vector = vector
-                    .iter()
-                    .zip(&self.common)
-                    .map(|(v, c)| f16::from_f32(v - along * c))
-                    .collect();
-                ((*word).clone(), vector)
-            })
-            .collect())
+        let vectors = self.model.vectors(&texts)?;
+        Ok(words.iter().map(|w| (*w).clone()).zip(vectors).collect())
     }
 
     /// The normalized sum of the text's word vectors, each as often as it occurs; `None` if
@@ -293,7 +339,7 @@ impl Words {
             }
         }
         // A text with no words (only numbers or punctuation) still gets a unit vector.
-        Some(normalize(sum).unwrap_or_else(|| self.common.clone()))
+        Some(normalize(sum).unwrap_or_else(|| self.model.common.to_vec()))
     }
 }
 
@@ -311,6 +357,7 @@ impl Embedder for Words {
     }
 
     fn embed(&self, texts: &[String], purpose: Purpose) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let _busy = (purpose == Purpose::Document).then(|| self.activity.begin());
         let counts: Vec<HashMap<String, u32>> = match purpose {
             Purpose::Document => texts.iter().map(|t| document_words(t)).collect(),
             Purpose::Query => texts.iter().map(|t| words(t)).collect(),
@@ -334,8 +381,22 @@ impl Embedder for Words {
 
     fn attach_cache(&self, cache: Arc<SharedCache>) {
         // The words' own key, apart from the texts' vectors of the same model.
-        let model = model_key(&format!("{}#words", versioned_id(WORD_VERSION)));
-        let _ = self.shared.set((cache, model));
+        let _ = self.shared.set((cache, words_key()));
+    }
+
+    fn start_idle_work(&self) {
+        if let Some((cache, key)) = self.shared.get()
+            && table::enabled()
+        {
+            let table = table::table_words(self.model.encoder.vocabulary());
+            table::start(
+                self.model.clone(),
+                cache.clone(),
+                *key,
+                table,
+                self.activity.clone(),
+            );
+        }
     }
 }
 
