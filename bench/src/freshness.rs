@@ -11,7 +11,7 @@ use tonic::transport::Channel;
 use crate::world::*;
 
 /// Poll `query` until a hit in `path` appears; returns the elapsed time since `since`.
-async fn until_found(
+pub(crate) async fn until_found(
     client: &mut DaemonClient<Channel>,
     root: &str,
     query: &str,

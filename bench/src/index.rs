@@ -58,20 +58,9 @@ pub async fn bench_index(
         .with_context(|| format!("{}", dir.display()))?;
     let root_str = root.to_string_lossy().into_owned();
     // The daemon's data: fresh, or with the word table a daemon fills once per machine.
-    let data = tempfile::Builder::new()
-        .prefix("amanmcp-bench-data-")
-        .tempdir_in("/tmp")?;
-    // The daemon takes only a private directory.
-    std::fs::set_permissions(
-        data.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o700),
-    )?;
+    let started = Instant::now();
+    let (data, computed) = private_data_dir(word_table)?;
     if word_table {
-        let started = Instant::now();
-        let words = amanmcpd::embed::words::Words::new(None)?;
-        let cache =
-            amanmcpd::embed::cache::SharedCache::open(&data.path().join("embed-cache"), None)?;
-        let computed = words.fill_table(&cache)?;
         println!(
             "word table:        {computed} words computed in {:.1} s (on one core, before the daemon starts)",
             started.elapsed().as_secs_f64()

@@ -15,6 +15,7 @@ mod freshness;
 mod graph;
 mod index;
 mod localize;
+mod scale;
 mod semble;
 mod stress;
 mod tokens;
@@ -111,6 +112,21 @@ enum BenchCommand {
         #[arg(long, default_value_t = 40)]
         edits: usize,
     },
+    /// Growth with size: a monorepo built from the given checkouts (source files taken in
+    /// turn from each, then copies), indexed at each size by a fresh daemon: lexical ready,
+    /// vectors complete, peak/steady/idle RSS, index size, query latency, saved-file
+    /// freshness.
+    Scale {
+        /// Checkouts to take source files from.
+        #[arg(required = true)]
+        sources: Vec<PathBuf>,
+        /// Monorepo sizes, in files.
+        #[arg(long, value_delimiter = ',', default_values_t = [2000, 5000, 10000, 20000])]
+        sizes: Vec<usize>,
+        /// Fill the built-in embedder's word table before each daemon starts.
+        #[arg(long)]
+        word_table: bool,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -177,6 +193,14 @@ fn main() -> anyhow::Result<()> {
         BenchCommand::Freshness { dir, edits } => {
             let runtime = tokio::runtime::Runtime::new()?;
             runtime.block_on(freshness::bench_freshness(&dir, edits))
+        }
+        BenchCommand::Scale {
+            sources,
+            sizes,
+            word_table,
+        } => {
+            let runtime = tokio::runtime::Runtime::new()?;
+            runtime.block_on(scale::bench_scale(&sources, &sizes, word_table))
         }
     }
 }

@@ -244,3 +244,33 @@ pub fn peak_rss_mb(pid: u32) -> Option<f64> {
     let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb / 1024.0)
 }
+
+/// Resident memory of a process now, in MB (Linux `VmRSS`).
+pub fn rss_mb(pid: u32) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+/// A private data directory for a fresh daemon; with `word_table`, its shared cache holds
+/// the built-in embedder's word table already (what a daemon fills once per machine).
+/// Returns it and how many words the table took (0 without it).
+pub fn private_data_dir(word_table: bool) -> anyhow::Result<(tempfile::TempDir, usize)> {
+    let data = tempfile::Builder::new()
+        .prefix("amanmcp-bench-data-")
+        .tempdir_in("/tmp")?;
+    // The daemon takes only a directory no one else can read.
+    std::fs::set_permissions(
+        data.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )?;
+    let mut computed = 0;
+    if word_table {
+        let words = amanmcpd::embed::words::Words::new(None)?;
+        let cache =
+            amanmcpd::embed::cache::SharedCache::open(&data.path().join("embed-cache"), None)?;
+        computed = words.fill_table(&cache)?;
+    }
+    Ok((data, computed))
+}
