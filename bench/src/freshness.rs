@@ -33,7 +33,12 @@ pub(crate) async fn until_found(
             return Ok(since.elapsed().as_secs_f64() * 1e3);
         }
         if Instant::now() > deadline {
-            bail!("{query} never became searchable in {path}");
+            let found: Vec<String> = reply
+                .results
+                .iter()
+                .map(|h| format!("{}:{}", h.path, h.start_line))
+                .collect();
+            bail!("{query} never became searchable in {path} (search gives {found:?})");
         }
         tokio::time::sleep(Duration::from_millis(2)).await;
     }

@@ -42,6 +42,10 @@ const ISSUE_LEXICAL_SHAPE: f32 = 1.0;
 /// reaches deeper).
 const FUSION_DEPTH: usize = 100;
 
+/// At most this many chunks holding any of the query's words (a page) come before the
+/// chunks found by meaning alone.
+const FEW_MATCHES: usize = 10;
+
 /// What searches need beyond the index: the embedder (if any) and fusion settings.
 #[derive(Clone, Default)]
 pub struct SearchConfig {
@@ -224,13 +228,22 @@ impl Searcher<'_> {
         };
         let bm25: Option<Vec<(u64, f32)>> =
             (shape > 0.0).then(|| lexical_hits.iter().map(|h| (h.chunk_id, h.score)).collect());
+        // When only a handful of chunks hold any of the query's words (a rare identifier),
+        // those are the answer before anything found by meaning alone: the vectors' nearest
+        // chunks share no word with the query, and priors over their files (several hits,
+        // definitions) must not lift them over the only exact matches.
+        let exact_first: Option<std::collections::HashSet<u64>> = (params.mode
+            == SearchMode::Hybrid
+            && (1..=FEW_MATCHES).contains(&lexical_total)
+            && lexical_hits.len() >= lexical_total)
+            .then(|| lexical_hits.iter().map(|h| h.chunk_id).collect());
         let (mut hits, total) =
             self.fused(lexical_hits, lexical_total as u64, &ranking, &fusion, None)?;
         if let Some(bm25) = bm25 {
             fusion::keep_lexical_gaps(&mut hits, &bm25, shape);
         }
         Ok(Found::page(
-            self.page(&profile, hits, params),
+            self.page_exact_first(&profile, hits, params, exact_first.as_ref()),
             total,
             params.offset,
             Semantic::Used { complete },
@@ -245,11 +258,37 @@ impl Searcher<'_> {
         hits: Vec<LexicalHit>,
         params: &SearchParams,
     ) -> Vec<LexicalHit> {
+        self.page_exact_first(profile, hits, params, None)
+    }
+
+    /// [`Searcher::page`], the chunks in `exact` (the only ones holding the query's words)
+    /// ahead of the rest, each group in the ranking stage's order.
+    fn page_exact_first(
+        &self,
+        profile: &rank::Profile,
+        hits: Vec<LexicalHit>,
+        params: &SearchParams,
+        exact: Option<&std::collections::HashSet<u64>>,
+    ) -> Vec<LexicalHit> {
         let view = StoreView {
             index: self.index,
             symbols: std::cell::RefCell::new(HashMap::new()),
         };
-        let mut page: Vec<LexicalHit> = rank::rank(profile, hits, &view)
+        let mut ranked = rank::rank(profile, hits, &view);
+        if let Some(exact) = exact {
+            let (mut first, rest): (Vec<LexicalHit>, Vec<LexicalHit>) = ranked
+                .into_iter()
+                .partition(|h| exact.contains(&h.chunk_id));
+            for hit in &mut first {
+                hit.why.push(format!(
+                    "one of the {} chunks holding the query's words",
+                    exact.len()
+                ));
+            }
+            first.extend(rest);
+            ranked = first;
+        }
+        let mut page: Vec<LexicalHit> = ranked
             .into_iter()
             .skip(params.offset)
             .take(params.limit)
