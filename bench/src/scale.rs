@@ -26,7 +26,9 @@ struct Row {
     vectors_s: f64,
     peak_mb: f64,
     steady_mb: f64,
+    steady_anon_mb: f64,
     idle_mb: f64,
+    idle_anon_mb: f64,
     index_mb: f64,
     lexical_ms: Vec<f64>,
     hybrid_ms: Vec<f64>,
@@ -57,7 +59,7 @@ pub async fn bench_scale(
     }
     println!();
     println!(
-        "| files | chunks | lexical ready | vectors complete | peak RSS | steady RSS | idle RSS | index | lexical p50/p99 | hybrid p50/p99 | shim hybrid p50 | saved -> searchable p95 |"
+        "| files | chunks | lexical ready | vectors complete | peak RSS | steady RSS (own) | idle RSS (own) | index | lexical p50/p99 | hybrid p50/p99 | shim hybrid p50 | saved -> searchable p95 |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for row in &rows {
@@ -65,14 +67,16 @@ pub async fn bench_scale(
         let (h50, h99) = p50_p99(&row.hybrid_ms);
         let (s50, _) = p50_p99(&row.shim_hybrid_ms);
         println!(
-            "| {} | {} | {:.1} s | {:.1} s | {:.0} MB | {:.0} MB | {:.0} MB | {:.0} MB | {l50:.1}/{l99:.1} ms | {h50:.1}/{h99:.1} ms | {s50:.1} ms | {:.0} ms |",
+            "| {} | {} | {:.1} s | {:.1} s | {:.0} MB | {:.0} MB ({:.0}) | {:.0} MB ({:.0}) | {:.0} MB | {l50:.1}/{l99:.1} ms | {h50:.1}/{h99:.1} ms | {s50:.1} ms | {:.0} ms |",
             row.files,
             row.chunks,
             row.lexical_s,
             row.vectors_s,
             row.peak_mb,
             row.steady_mb,
+            row.steady_anon_mb,
             row.idle_mb,
+            row.idle_anon_mb,
             row.index_mb,
             percentile_of(&row.fresh_ms, 0.95),
         );
@@ -164,6 +168,7 @@ async fn measure(root: &Path, word_table: bool) -> anyhow::Result<Row> {
     let with_vectors = wait_for_vectors(&mut client, &root_str, Duration::from_secs(7200)).await?;
     let vectors_s = started.elapsed().as_secs_f64() - lexical_s;
     let steady_mb = rss_mb(pid).unwrap_or(f64::NAN);
+    let steady_anon_mb = anon_rss_mb(pid).unwrap_or(f64::NAN);
 
     let mut lexical_ms = Vec::new();
     let mut hybrid_ms = Vec::new();
@@ -213,6 +218,7 @@ async fn measure(root: &Path, word_table: bool) -> anyhow::Result<Row> {
     let peak_mb = peak_rss_mb(pid).unwrap_or(f64::NAN);
     tokio::time::sleep(Duration::from_secs(10)).await;
     let idle_mb = rss_mb(pid).unwrap_or(f64::NAN);
+    let idle_anon_mb = anon_rss_mb(pid).unwrap_or(f64::NAN);
     let row = Row {
         files: status.files as usize,
         chunks: with_vectors.chunks,
@@ -220,7 +226,9 @@ async fn measure(root: &Path, word_table: bool) -> anyhow::Result<Row> {
         vectors_s,
         peak_mb,
         steady_mb,
+        steady_anon_mb,
         idle_mb,
+        idle_anon_mb,
         index_mb: with_vectors.index_bytes as f64 / 1e6,
         lexical_ms,
         hybrid_ms,
@@ -245,14 +253,16 @@ fn print_row(row: &Row) {
     let (l50, _) = p50_p99(&row.lexical_ms);
     let (h50, _) = p50_p99(&row.hybrid_ms);
     println!(
-        "{} files, {} chunks: lexical {:.1} s, vectors +{:.1} s, peak {:.0} MB, steady {:.0} MB, idle {:.0} MB, index {:.0} MB, lexical p50 {l50:.1} ms, hybrid p50 {h50:.1} ms",
+        "{} files, {} chunks: lexical {:.1} s, vectors +{:.1} s, peak {:.0} MB, steady {:.0} MB (own {:.0}), idle {:.0} MB (own {:.0}), index {:.0} MB, lexical p50 {l50:.1} ms, hybrid p50 {h50:.1} ms",
         row.files,
         row.chunks,
         row.lexical_s,
         row.vectors_s,
         row.peak_mb,
         row.steady_mb,
+        row.steady_anon_mb,
         row.idle_mb,
+        row.idle_anon_mb,
         row.index_mb
     );
 }

@@ -245,10 +245,20 @@ pub fn peak_rss_mb(pid: u32) -> Option<f64> {
     Some(kb / 1024.0)
 }
 
-/// Resident memory of a process now, in MB (Linux `VmRSS`).
+/// Resident memory of a process now, in MB (Linux `VmRSS`): its own memory and the pages
+/// of the files it maps (LMDB, tantivy), which the kernel reclaims when it needs them.
 pub fn rss_mb(pid: u32) -> Option<f64> {
+    status_mb(pid, "VmRSS:")
+}
+
+/// The process's own resident memory in MB (Linux `RssAnon`: heaps, not mapped files).
+pub fn anon_rss_mb(pid: u32) -> Option<f64> {
+    status_mb(pid, "RssAnon:")
+}
+
+fn status_mb(pid: u32, field: &str) -> Option<f64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
     let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb / 1024.0)
 }

@@ -1,6 +1,7 @@
 //! The ranking stage through the real binaries: a definition outranks files that only use
 //! the name, and source outranks tests and docs that repeat the query's words (also when a
-//! pasted issue quotes its failing test).
+//! pasted issue quotes its failing test), and a rare word's only chunks come before what
+//! the vectors found by meaning alone.
 
 use amanmcp_tests::{Shim, TestEnv, result_paths as paths};
 use serde_json::{Value, json};
@@ -245,4 +246,38 @@ fn a_module_file_answers_before_the_files_it_gathers() {
     );
     let why = result_for(&reply, "lib/rails/command.rb").unwrap()["why"].to_string();
     assert!(why.contains("module `command`"), "{why}");
+}
+
+#[test]
+fn a_rare_word_finds_its_only_chunk_before_what_meaning_alone_found() {
+    let env = TestEnv::new();
+    // The only chunk holding the word is a re-export file (ranked down as such); a file of
+    // many chunks, none holding it, gathers file evidence from the vectors' neighbours.
+    let mut body = String::new();
+    for i in 0..12 {
+        body.push_str(&format!(
+            "def connection_step_{i}(pool, host):\n    sock = pool.acquire(host)\n    sock.send(b'step {i}')\n    return sock.recv(1024)\n\n\n"
+        ));
+    }
+    let mut files = vec![("gen/m0.py", body.as_str())];
+    files.push((
+        "web/index.ts",
+        "export * from \"./client\";\nexport * from \"./server\";\n// zorblattquux\n",
+    ));
+    let root = env.project("proj", &files);
+    let mut shim = Shim::start(&env, &root);
+    shim.initialize();
+    shim.search_until("zorblattquux", "web/index.ts");
+    env.wait_ready();
+    let reply = shim.call_tool("search", json!({"query": "zorblattquux", "limit": 10}));
+    let hybrid = reply["result"]["structuredContent"].clone();
+    assert_eq!(
+        paths(&reply).first().map(String::as_str),
+        Some("web/index.ts"),
+        "{reply}"
+    );
+    let why = hybrid["results"][0]["why"].to_string();
+    assert!(why.contains("holding the query's words"), "{hybrid}");
+    // What meaning alone found still follows.
+    assert!(hybrid["results"].as_array().unwrap().len() > 1, "{hybrid}");
 }

@@ -522,35 +522,6 @@ fn an_issue_naming_a_file_ranks_that_file_first() {
 }
 
 #[test]
-fn a_rare_word_finds_its_only_chunk_before_what_meaning_alone_found() {
-    let env = TestEnv::new();
-    // The only chunk holding the word is a re-export file (ranked down as such); a file of
-    // many chunks, none holding it, gathers file evidence from the vectors' neighbours.
-    let mut body = String::new();
-    for i in 0..12 {
-        body.push_str(&format!(
-            "def connection_step_{i}(pool, host):\n    sock = pool.acquire(host)\n    sock.send(b'step {i}')\n    return sock.recv(1024)\n\n\n"
-        ));
-    }
-    let mut files = with_generated(1, |_| body.clone());
-    files.push((
-        "web/index.ts",
-        "export * from \"./client\";\nexport * from \"./server\";\n// zorblattquux\n",
-    ));
-    let root = env.project("proj", &files);
-    let mut shim = Shim::start(&env, &root);
-    shim.initialize();
-    shim.search_until("zorblattquux", "web/index.ts");
-    env.wait_ready();
-    let hybrid = search(&mut shim, json!({"query": "zorblattquux", "limit": 10}));
-    assert_eq!(first_path(&hybrid), "web/index.ts", "{hybrid}");
-    let why = hybrid["results"][0]["why"].to_string();
-    assert!(why.contains("holding the query's words"), "{hybrid}");
-    // What meaning alone found still follows.
-    assert!(hybrid["results"].as_array().unwrap().len() > 1, "{hybrid}");
-}
-
-#[test]
 fn a_second_checkout_takes_its_vectors_from_the_shared_cache() {
     let server = FakeEmbedServer::start(&["fake-embed"]);
     let env = TestEnv::new();

@@ -89,6 +89,8 @@ pub(super) fn start(
     let spawned = std::thread::Builder::new()
         .name("amanmcp-word-table".into())
         .spawn(move || {
+            // Behind everything else, project embedding included.
+            super::lower_thread_priority(19);
             let started = Instant::now();
             match fill(&model, &cache, key, &table, || {
                 while !activity.quiet() {

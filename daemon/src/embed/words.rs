@@ -39,9 +39,26 @@ const COMMON: &[&str] = &[
     "use", "test", "check", "init", "default", "config", "options", "args", "return", "self",
 ];
 
-/// Word vectors kept before the table is emptied and refilled (at 384 dimensions in f16,
-/// ~770 bytes each: ~150 MB at most).
-const MAX_KNOWN_WORDS: usize = 200_000;
+/// Memory for word vectors held in the process (`AMANMCP_WORD_MEMORY_MB`), in MB: past it the
+/// table is emptied and refilled from the shared cache (a few microseconds a word), so it
+/// bounds the daemon's memory whatever the projects' vocabulary.
+const DEFAULT_WORD_MEMORY_MB: usize = 160;
+
+/// What one word held costs: its f16 vector (768 bytes), its text and the map's entry.
+const BYTES_PER_KNOWN_WORD: usize = 900;
+
+/// Word vectors kept before the table is emptied (`AMANMCP_WORD_MEMORY_MB`).
+fn max_known_words() -> usize {
+    static MAX: OnceLock<usize> = OnceLock::new();
+    *MAX.get_or_init(|| {
+        let mb = std::env::var("AMANMCP_WORD_MEMORY_MB")
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .unwrap_or(DEFAULT_WORD_MEMORY_MB)
+            .max(8);
+        mb * 1_000_000 / BYTES_PER_KNOWN_WORD
+    })
+}
 
 /// Longer words are left out: identifiers spell their words apart, so these are mostly
 /// encoded data.
@@ -233,9 +250,10 @@ impl Words {
     /// Load the compiled-in weights (once per process). `batch_size`: texts per call
     /// (default 256).
     pub fn new(batch_size: Option<usize>) -> Result<Words, EmbedError> {
-        let pool = |name: &'static str| {
+        let pool = |name: &'static str, nice: i32| {
             rayon::ThreadPoolBuilder::new()
                 .thread_name(move |i| format!("amanmcp-{name}-{i}"))
+                .start_handler(move |_| super::lower_thread_priority(nice))
                 .build()
                 .map_err(|e| EmbedError::Model(format!("cannot start the embedding threads: {e}")))
         };
@@ -244,8 +262,8 @@ impl Words {
             dims: DIMENSIONS,
             model: WordModel::new()?,
             known: RwLock::new(HashMap::new()),
-            documents: pool("embed")?,
-            queries: pool("query")?,
+            documents: pool("embed", super::DOCUMENT_NICE)?,
+            queries: pool("query", 0)?,
             batch_size: batch_size.unwrap_or(256),
             shared: OnceLock::new(),
             model_runs: AtomicUsize::new(0),
@@ -308,7 +326,7 @@ impl Words {
         }
         learned.extend(computed);
         let mut known = self.known.write().unwrap_or_else(|e| e.into_inner());
-        if known.len() + learned.len() > MAX_KNOWN_WORDS {
+        if known.len() + learned.len() > max_known_words() {
             known.clear();
         }
         known.extend(learned);
