@@ -57,12 +57,7 @@ pub async fn bench_freshness(dir: &Path, edits: usize) -> anyhow::Result<()> {
         root_str,
         dir.display()
     );
-    client
-        .open_project(pb::OpenProjectRequest {
-            root: root_str.clone(),
-            ..Default::default()
-        })
-        .await?;
+    open_project(&mut client, &root_str).await?;
     let status = wait_for_pass(&mut client, &root_str, 1).await?;
     println!("indexed {} files; watch: {}", status.files, status.watch);
 

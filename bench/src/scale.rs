@@ -47,6 +47,10 @@ pub async fn bench_scale(
         pool.len(),
         sources.len()
     );
+    println!(
+        "| files | chunks | lexical ready | vectors complete | peak RSS | steady RSS (own) | idle RSS (own) | index | lexical p50/p99 | hybrid p50/p99 | shim hybrid p50 | saved -> searchable p95 |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut rows = Vec::new();
     for &size in sizes {
         let tree = tempfile::Builder::new()
@@ -56,30 +60,6 @@ pub async fn bench_scale(
         let row = measure(tree.path(), word_table).await?;
         print_row(&row);
         rows.push(row);
-    }
-    println!();
-    println!(
-        "| files | chunks | lexical ready | vectors complete | peak RSS | steady RSS (own) | idle RSS (own) | index | lexical p50/p99 | hybrid p50/p99 | shim hybrid p50 | saved -> searchable p95 |"
-    );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
-    for row in &rows {
-        let (l50, l99) = p50_p99(&row.lexical_ms);
-        let (h50, h99) = p50_p99(&row.hybrid_ms);
-        let (s50, _) = p50_p99(&row.shim_hybrid_ms);
-        println!(
-            "| {} | {} | {:.1} s | {:.1} s | {:.0} MB | {:.0} MB ({:.0}) | {:.0} MB ({:.0}) | {:.0} MB | {l50:.1}/{l99:.1} ms | {h50:.1}/{h99:.1} ms | {s50:.1} ms | {:.0} ms |",
-            row.files,
-            row.chunks,
-            row.lexical_s,
-            row.vectors_s,
-            row.peak_mb,
-            row.steady_mb,
-            row.steady_anon_mb,
-            row.idle_mb,
-            row.idle_anon_mb,
-            row.index_mb,
-            percentile_of(&row.fresh_ms, 0.95),
-        );
     }
     // Linear growth shows as flat costs per thousand files.
     println!();
@@ -157,12 +137,7 @@ async fn measure(root: &Path, word_table: bool) -> anyhow::Result<Row> {
     let (daemon, mut client) = start_daemon_on(Some(data.path()), &[]).await?;
     let pid = daemon.child.id();
     let started = Instant::now();
-    client
-        .open_project(pb::OpenProjectRequest {
-            root: root_str.clone(),
-            ..Default::default()
-        })
-        .await?;
+    open_project(&mut client, &root_str).await?;
     let status = wait_for_pass(&mut client, &root_str, 1).await?;
     let lexical_s = started.elapsed().as_secs_f64();
     let with_vectors = wait_for_vectors(&mut client, &root_str, Duration::from_secs(7200)).await?;
@@ -250,10 +225,11 @@ fn percentile_of(samples: &[f64], p: f64) -> f64 {
 }
 
 fn print_row(row: &Row) {
-    let (l50, _) = p50_p99(&row.lexical_ms);
-    let (h50, _) = p50_p99(&row.hybrid_ms);
+    let (l50, l99) = p50_p99(&row.lexical_ms);
+    let (h50, h99) = p50_p99(&row.hybrid_ms);
+    let (s50, _) = p50_p99(&row.shim_hybrid_ms);
     println!(
-        "{} files, {} chunks: lexical {:.1} s, vectors +{:.1} s, peak {:.0} MB, steady {:.0} MB (own {:.0}), idle {:.0} MB (own {:.0}), index {:.0} MB, lexical p50 {l50:.1} ms, hybrid p50 {h50:.1} ms",
+        "| {} | {} | {:.1} s | +{:.1} s | {:.0} MB | {:.0} MB ({:.0}) | {:.0} MB ({:.0}) | {:.0} MB | {l50:.1}/{l99:.1} ms | {h50:.1}/{h99:.1} ms | {s50:.1} ms | {:.0} ms |",
         row.files,
         row.chunks,
         row.lexical_s,
@@ -263,6 +239,7 @@ fn print_row(row: &Row) {
         row.steady_anon_mb,
         row.idle_mb,
         row.idle_anon_mb,
-        row.index_mb
+        row.index_mb,
+        percentile_of(&row.fresh_ms, 0.95),
     );
 }

@@ -104,6 +104,17 @@ pub async fn project_status(
         .context("project not loaded")
 }
 
+/// Ask the daemon to open (and index) the project at `root`.
+pub async fn open_project(client: &mut DaemonClient<Channel>, root: &str) -> anyhow::Result<()> {
+    client
+        .open_project(pb::OpenProjectRequest {
+            root: root.to_string(),
+            ..Default::default()
+        })
+        .await?;
+    Ok(())
+}
+
 /// Wait until `passes` passes have finished.
 pub async fn wait_for_pass(
     client: &mut DaemonClient<Channel>,
