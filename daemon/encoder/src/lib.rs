@@ -91,9 +91,8 @@ impl Encoder {
             .tokenizer
             .get_vocab(false)
             .into_keys()
-            .filter(|w| {
-                !w.starts_with("##") && !w.starts_with('[') && w.chars().all(char::is_alphabetic)
-            })
+            // Letters only: no `##` continuation, no `[CLS]`-like special token.
+            .filter(|w| w.chars().all(char::is_alphabetic))
             .collect();
         words.sort();
         words

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use super::cache::SharedCache;
-use super::words::{WordModel, word_hash, words};
+use super::words::{WordModel, put_words, word_hash, words};
 
 const CODE_WORDS: &str = include_str!("code-words.txt");
 
@@ -140,17 +140,15 @@ pub(super) fn fill(
             continue;
         }
         wait();
-        let vectors: Vec<Vec<f32>> = model
-            .vectors(&missing)?
-            .iter()
-            .map(|v| v.iter().map(|x| x.to_f32()).collect())
-            .collect();
-        let items: Vec<(u64, &[f32])> = missing
-            .iter()
-            .zip(&vectors)
-            .map(|(w, v)| (word_hash(w), v.as_slice()))
-            .collect();
-        cache.put(key, &items);
+        let vectors = model.vectors(&missing)?;
+        put_words(
+            cache,
+            key,
+            missing
+                .iter()
+                .copied()
+                .zip(vectors.iter().map(|v| v.as_ref())),
+        );
         computed += missing.len();
     }
     cache.put(key, &[(mark, &[1.0])]);

@@ -200,7 +200,6 @@ impl WordModel {
 pub struct Words {
     model: WordModel,
     model_id: String,
-    dims: usize,
     /// Each word's vector, common direction removed, in f16.
     known: RwLock<HashMap<String, Box<[f16]>>>,
     /// New words of document batches are run here, apart from queries' words.
@@ -225,6 +224,19 @@ fn versioned_id(version: u32) -> String {
 
 pub(super) fn word_hash(word: &str) -> u64 {
     xxhash_rust::xxh3::xxh3_64(word.as_bytes())
+}
+
+/// Keep words' vectors in the shared cache under `key`, by [`word_hash`].
+pub(super) fn put_words<'a>(
+    cache: &SharedCache,
+    key: u64,
+    words: impl Iterator<Item = (&'a str, &'a [f16])>,
+) {
+    let vectors: Vec<(u64, Vec<f32>)> = words
+        .map(|(word, v)| (word_hash(word), v.iter().map(|x| x.to_f32()).collect()))
+        .collect();
+    let items: Vec<(u64, &[f32])> = vectors.iter().map(|(h, v)| (*h, v.as_slice())).collect();
+    cache.put(key, &items);
 }
 
 /// The key of the word vectors in the shared cache, apart from the texts' vectors of the
@@ -259,7 +271,6 @@ impl Words {
         };
         Ok(Words {
             model_id: versioned_id(VERSION),
-            dims: DIMENSIONS,
             model: WordModel::new()?,
             known: RwLock::new(HashMap::new()),
             documents: pool("embed", super::DOCUMENT_NICE)?,
@@ -297,7 +308,7 @@ impl Words {
             let hashes: Vec<u64> = missing.iter().map(|w| word_hash(w)).collect();
             let cached = cache.get(*model, &hashes);
             missing.retain(|word| match cached.get(&word_hash(word)) {
-                Some(vector) if vector.len() == self.dims => {
+                Some(vector) if vector.len() == DIMENSIONS => {
                     let vector = vector.iter().map(|v| f16::from_f32(*v)).collect();
                     learned.push(((*word).clone(), vector));
                     false
@@ -316,13 +327,11 @@ impl Words {
             .flatten()
             .collect();
         if let Some((cache, model)) = self.shared.get() {
-            let vectors: Vec<(u64, Vec<f32>)> = computed
-                .iter()
-                .map(|(word, v)| (word_hash(word), v.iter().map(|x| x.to_f32()).collect()))
-                .collect();
-            let items: Vec<(u64, &[f32])> =
-                vectors.iter().map(|(h, v)| (*h, v.as_slice())).collect();
-            cache.put(*model, &items);
+            put_words(
+                cache,
+                *model,
+                computed.iter().map(|(w, v)| (w.as_str(), v.as_ref())),
+            );
         }
         learned.extend(computed);
         let mut known = self.known.write().unwrap_or_else(|e| e.into_inner());
@@ -345,7 +354,7 @@ impl Words {
     /// one of them is not known.
     fn text_vector(&self, counts: &HashMap<String, u32>) -> Option<Vec<f32>> {
         let known = self.known.read().unwrap_or_else(|e| e.into_inner());
-        let mut sum = vec![0f32; self.dims];
+        let mut sum = vec![0f32; DIMENSIONS];
         // A fixed order, so float sums are the same in every process.
         let mut entries: Vec<(&String, &u32)> = counts.iter().collect();
         entries.sort();
@@ -367,7 +376,7 @@ impl Embedder for Words {
     }
 
     fn dimensions(&self) -> Option<usize> {
-        Some(self.dims)
+        Some(DIMENSIONS)
     }
 
     fn batch_size(&self) -> usize {

@@ -176,7 +176,7 @@ impl Searcher<'_> {
         let depth = (params.offset + params.limit).max(FUSION_DEPTH);
         // BM25's candidates through the ranking stage, paged.
         let ranked_page = |hits: Vec<LexicalHit>, total: usize, semantic: Semantic| {
-            let page = self.page(&profile, hits, params);
+            let page = self.page(&profile, hits, params, None);
             Found::page(page, total as u64, params.offset, semantic)
         };
         if params.mode == SearchMode::Lexical {
@@ -243,7 +243,7 @@ impl Searcher<'_> {
             fusion::keep_lexical_gaps(&mut hits, &bm25, shape);
         }
         Ok(Found::page(
-            self.page_exact_first(&profile, hits, params, exact_first.as_ref()),
+            self.page(&profile, hits, params, exact_first.as_ref()),
             total,
             params.offset,
             Semantic::Used { complete },
@@ -251,19 +251,10 @@ impl Searcher<'_> {
     }
 
     /// The candidates reordered by the ranking stage ([`rank`]), cut to the page asked for
-    /// and labelled ([`label`]); each file's symbols are read once for both.
+    /// and labelled ([`label`]); each file's symbols are read once for both. The chunks in
+    /// `exact` (the only ones holding the query's words) come first, each group in the
+    /// ranking stage's order.
     fn page(
-        &self,
-        profile: &rank::Profile,
-        hits: Vec<LexicalHit>,
-        params: &SearchParams,
-    ) -> Vec<LexicalHit> {
-        self.page_exact_first(profile, hits, params, None)
-    }
-
-    /// [`Searcher::page`], the chunks in `exact` (the only ones holding the query's words)
-    /// ahead of the rest, each group in the ranking stage's order.
-    fn page_exact_first(
         &self,
         profile: &rank::Profile,
         hits: Vec<LexicalHit>,

@@ -68,14 +68,11 @@ fn checked(spec: Option<&str>) -> Result<Vec<String>, Error> {
     Ok(args)
 }
 
-/// The definitions the change named by `spec` touches, in the project at `root`.
-pub fn changed_definitions(
-    root: &Path,
-    spec: Option<&str>,
-    resolver: &Resolver<'_>,
-) -> Result<Vec<Def>, Error> {
-    let args = checked(spec)?;
-    let output = Command::new("git")
+/// `git diff` of `args` (checked revisions or `--staged`) in `root`, as `impact` runs it:
+/// changed lines only, paths relative to `root`, no colour or external diff tool.
+pub fn git_diff(root: &Path, args: &[String]) -> Command {
+    let mut command = Command::new("git");
+    command
         .current_dir(root)
         .args([
             "diff",
@@ -84,8 +81,19 @@ pub fn changed_definitions(
             "--unified=0",
             "--relative",
         ])
-        .args(&args)
-        .arg("--")
+        .args(args)
+        .arg("--");
+    command
+}
+
+/// The definitions the change named by `spec` touches, in the project at `root`.
+pub fn changed_definitions(
+    root: &Path,
+    spec: Option<&str>,
+    resolver: &Resolver<'_>,
+) -> Result<Vec<Def>, Error> {
+    let args = checked(spec)?;
+    let output = git_diff(root, &args)
         .output()
         .map_err(|e| UserError::InvalidArgument {
             name: "diff",

@@ -335,15 +335,7 @@ impl<'v> Resolver<'v> {
             .cloned()
             .collect();
         let own = if own.is_empty() {
-            let mut found = Vec::new();
-            for def in methods {
-                if let Some(owner) = self.owner(def)?
-                    && owner.qualified == class.qualified
-                {
-                    found.push(def.clone());
-                }
-            }
-            found
+            self.owned_by(methods, |owner| owner.qualified == class.qualified)?
         } else {
             own
         };
@@ -356,6 +348,23 @@ impl<'v> Resolver<'v> {
         self.inherited(path, class, methods, name)
     }
 
+    /// The methods whose owning class passes `wanted`.
+    fn owned_by(
+        &self,
+        methods: &[Def],
+        wanted: impl Fn(&SymbolRecord) -> bool,
+    ) -> Result<Vec<Def>, IndexError> {
+        let mut found = Vec::new();
+        for def in methods {
+            if let Some(owner) = self.owner(def)?
+                && wanted(&owner)
+            {
+                found.push(def.clone());
+            }
+        }
+        Ok(found)
+    }
+
     /// A member of one of `class`'s bases (one level), else any method of the name
     /// (ambiguous: an outside base may define it).
     fn inherited(
@@ -366,14 +375,7 @@ impl<'v> Resolver<'v> {
         name: &str,
     ) -> Result<Resolution, IndexError> {
         let bases = self.bases(path, class)?;
-        let mut inherited = Vec::new();
-        for def in methods {
-            if let Some(owner) = self.owner(def)?
-                && bases.contains(&owner.name)
-            {
-                inherited.push(def.clone());
-            }
-        }
+        let mut inherited = self.owned_by(methods, |owner| bases.contains(&owner.name))?;
         Ok(match inherited.len() {
             1 => Resolution::Resolved(inherited.remove(0), "base class"),
             0 => pick(methods, "method", name),
