@@ -420,18 +420,7 @@ async fn latency(dir: &std::path::Path) -> anyhow::Result<()> {
     let mut git_diff = Vec::new();
     for _ in 0..5 {
         let t = Instant::now();
-        std::process::Command::new("git")
-            .current_dir(&root)
-            .args([
-                "diff",
-                "--no-color",
-                "--no-ext-diff",
-                "--unified=0",
-                "--relative",
-                "HEAD",
-                "--",
-            ])
-            .output()?;
+        amanmcpd::search::graph::diff::git_diff(&root, &["HEAD".to_string()]).output()?;
         git_diff.push(t.elapsed().as_secs_f64() * 1e3);
     }
     let mut impact = Vec::new();

@@ -57,16 +57,21 @@ pub async fn bench_index(
         .canonicalize()
         .with_context(|| format!("{}", dir.display()))?;
     let root_str = root.to_string_lossy().into_owned();
-    // The daemon's data: fresh, or with the word table a daemon fills once per machine.
-    let started = Instant::now();
-    let (data, computed) = private_data_dir(word_table)?;
-    if word_table {
+    // The daemon's data: as `start_daemon` makes it, or one holding the word table a daemon
+    // fills once per machine.
+    let with_table = if word_table {
+        let started = Instant::now();
+        let (data, computed) = private_data_dir(true)?;
         println!(
             "word table:        {computed} words computed in {:.1} s (on one core, before the daemon starts)",
             started.elapsed().as_secs_f64()
         );
-    }
-    let (daemon, mut client) = start_daemon_on(Some(data.path()), &[]).await?;
+        Some(data)
+    } else {
+        None
+    };
+    let (daemon, mut client) =
+        start_daemon_on(with_table.as_ref().map(|data| data.path()), &[]).await?;
     println!("amanmcp-bench index {root_str}");
 
     // Cold index.

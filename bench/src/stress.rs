@@ -102,14 +102,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     drop(daemon);
 
     // kill -9 at random moments; every restart must verify clean.
-    let data = tempfile::Builder::new()
-        .prefix("amanmcp-bench-kills-")
-        .tempdir_in("/tmp")?;
-    // The daemon refuses a data directory others can read.
-    std::fs::set_permissions(
-        data.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o700),
-    )?;
+    let data = private_dir("amanmcp-bench-kills-")?;
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;
     let mut clean = 0;
     let mut files = source_files(&root);

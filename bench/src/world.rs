@@ -250,10 +250,7 @@ pub fn spawn_shim(socket: &Path, root: &Path) -> Shim {
 
 /// Peak resident memory of a process in MB (Linux `VmHWM`).
 pub fn peak_rss_mb(pid: u32) -> Option<f64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb / 1024.0)
+    status_mb(pid, "VmHWM:")
 }
 
 /// Resident memory of a process now, in MB (Linux `VmRSS`): its own memory and the pages
@@ -274,18 +271,22 @@ fn status_mb(pid: u32, field: &str) -> Option<f64> {
     Some(kb / 1024.0)
 }
 
+/// A temporary directory under /tmp only its owner can read: the daemon refuses a data
+/// directory others can read.
+pub fn private_dir(prefix: &str) -> anyhow::Result<tempfile::TempDir> {
+    let dir = tempfile::Builder::new().prefix(prefix).tempdir_in("/tmp")?;
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )?;
+    Ok(dir)
+}
+
 /// A private data directory for a fresh daemon; with `word_table`, its shared cache holds
 /// the built-in embedder's word table already (what a daemon fills once per machine).
 /// Returns it and how many words the table took (0 without it).
 pub fn private_data_dir(word_table: bool) -> anyhow::Result<(tempfile::TempDir, usize)> {
-    let data = tempfile::Builder::new()
-        .prefix("amanmcp-bench-data-")
-        .tempdir_in("/tmp")?;
-    // The daemon takes only a directory no one else can read.
-    std::fs::set_permissions(
-        data.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o700),
-    )?;
+    let data = private_dir("amanmcp-bench-data-")?;
     let mut computed = 0;
     if word_table {
         let words = amanmcpd::embed::words::Words::new(None)?;
