@@ -78,7 +78,7 @@ fn run(index: &ProjectIndex, writer: &WriterHandle, embedding: &Embedding, stop:
         if pending.is_empty() {
             // Removed chunks' vectors are dropped by a vector commit: send an empty one.
             if in_flight.is_empty()
-                && index.store.vector_deletes_count().unwrap_or(0) > 0
+                && index.store.vector_deletes_due().unwrap_or(false)
                 && !writer.send(WriteOp::Vectors(Vec::new()))
             {
                 return;

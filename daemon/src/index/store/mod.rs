@@ -414,7 +414,11 @@ impl Store {
     /// Start the writer's transaction. Only the writer thread calls this.
     pub fn write_txn(&self) -> Result<StoreTxn<'_>, IndexError> {
         let wtxn = self.ctx(self.env.write_txn().map_err(Fail::from))?;
-        Ok(StoreTxn { store: self, wtxn })
+        Ok(StoreTxn {
+            store: self,
+            wtxn,
+            vectors_added: 0,
+        })
     }
 
     /// The next unused chunk id.
@@ -427,6 +431,8 @@ impl Store {
 pub struct StoreTxn<'s> {
     store: &'s Store,
     wtxn: RwTxn<'s>,
+    /// Vectors stored by this transaction (`put_vectors`), for `build_vectors`.
+    vectors_added: u64,
 }
 
 impl<'s> StoreTxn<'s> {

@@ -181,7 +181,7 @@ impl Store {
         self.read(|rtxn| {
             let vectors = self
                 .vector_reader(rtxn)?
-                .map_or_else(RoaringBitmap::new, |reader| reader.item_ids().clone());
+                .map_or_else(RoaringBitmap::new, |reader| reader.item_ids());
             let mut pending = HashSet::new();
             for item in self.embed_pending.iter(rtxn)? {
                 pending.insert(item?.0);
@@ -201,7 +201,7 @@ impl Store {
                 return Ok(Vec::new());
             };
             let mut out = Vec::new();
-            for id in reader.item_ids() {
+            for id in &reader.item_ids() {
                 if let Some(vector) = self.exact_vector(rtxn, u64::from(id))? {
                     out.push((u64::from(id), vector));
                 }
@@ -263,9 +263,27 @@ impl Store {
         })
     }
 
-    /// Vectors of removed chunks not yet dropped.
-    pub fn vector_deletes_count(&self) -> Result<u64, IndexError> {
-        self.read(|rtxn| Ok(self.vector_deletes.len(rtxn)?))
+    /// Whether vectors of removed chunks wait to be dropped by the next vector commit: those
+    /// of the recent graph at once, those of the main graph once they are many (a vector
+    /// commit merges the graphs then; searches skip them meanwhile).
+    pub fn vector_deletes_due(&self) -> Result<bool, IndexError> {
+        self.read(|rtxn| {
+            let waiting = self.vector_deletes.len(rtxn)?;
+            if waiting == 0 {
+                return Ok(false);
+            }
+            let Some(reader) = self.vector_reader(rtxn)? else {
+                return Ok(true);
+            };
+            let (main, recent) = reader.graph_items();
+            for item in self.vector_deletes.iter(rtxn)? {
+                let id = item?.0;
+                if u32::try_from(id).is_ok_and(|id| recent.contains(id) || !main.contains(id)) {
+                    return Ok(true);
+                }
+            }
+            Ok(AnnWriter::new(self.vectors, reader.dimensions()).due(rtxn, waiting)?)
+        })
     }
 
     /// Chunks waiting for a vector.
@@ -297,16 +315,26 @@ impl Store {
                 effort,
                 candidates,
             )?;
-            // Re-score the sign-bit candidates with the cached (int8) vectors.
+            // Re-score the sign-bit candidates with the cached (int8) vectors; the vector of a
+            // removed chunk (waiting in the main graph to be dropped) is skipped.
             let mut scored = Vec::with_capacity(found.len());
             for (id, approximate) in found {
                 let id = u64::from(id);
-                let distance = self
-                    .cached_distance(rtxn, id, query)?
-                    .unwrap_or(approximate);
-                scored.push((id, distance));
+                match self.cached_distance(rtxn, id, query)? {
+                    Some(distance) => scored.push((id, distance)),
+                    None if self
+                        .chunks
+                        .remap_data_type::<Bytes>()
+                        .get(rtxn, &id)?
+                        .is_some() =>
+                    {
+                        scored.push((id, approximate))
+                    }
+                    None => {}
+                }
             }
             scored.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+            scored.dedup_by_key(|(id, _)| *id);
             scored.truncate(limit.max(1));
             Ok(scored)
         })
@@ -349,22 +377,24 @@ impl StoreTxn<'_> {
     /// Store vectors computed by the embedding worker for chunks that still exist (a chunk
     /// deleted meanwhile is skipped). Returns how many were stored.
     pub fn put_vectors(&mut self, items: &[EmbeddedChunk]) -> Result<usize, IndexError> {
-        self.write(|store, wtxn| {
-            // First the vectors of removed chunks.
+        let stored = self.write(|store, wtxn| {
+            // First the vectors of removed chunks that are cheap to drop now (those of the
+            // main graph wait for its next merge, `build_vectors`).
             let mut deletes = Vec::new();
             for item in store.vector_deletes.iter(wtxn)? {
                 deletes.push(item?.0);
             }
             if !deletes.is_empty() {
-                if let Some(dims) = vector_dims(store, wtxn)? {
-                    let ann = AnnWriter::new(store.vectors, dims);
-                    for id in &deletes {
-                        if let Ok(item) = u32::try_from(*id) {
-                            ann.delete(wtxn, item)?;
-                        }
+                let ann = vector_dims(store, wtxn)?.map(|dims| AnnWriter::new(store.vectors, dims));
+                for id in &deletes {
+                    let dropped = match (&ann, u32::try_from(*id)) {
+                        (Some(ann), Ok(item)) => ann.delete_now(wtxn, item)?,
+                        _ => true,
+                    };
+                    if dropped {
+                        store.vector_deletes.delete(wtxn, id)?;
                     }
                 }
-                store.vector_deletes.clear(wtxn)?;
             }
             let Some(first) = items.first() else {
                 return Ok(0);
@@ -404,17 +434,27 @@ impl StoreTxn<'_> {
                 stored += 1;
             }
             Ok(stored)
-        })
+        })?;
+        self.vectors_added += stored as u64;
+        Ok(stored)
     }
 
     /// Link the vectors changed in this transaction into the ANN graph (required before
     /// readers can search them).
     pub fn build_vectors(&mut self, seed: u64) -> Result<(), IndexError> {
+        let added = self.vectors_added;
         self.write(|store, wtxn| {
             let Some(dims) = vector_dims(store, wtxn)? else {
                 return Ok(());
             };
-            Ok(AnnWriter::new(store.vectors, dims).build(wtxn, seed)?)
+            let mut deferred = Vec::new();
+            for item in store.vector_deletes.iter(wtxn)? {
+                deferred.extend(u32::try_from(item?.0).ok());
+            }
+            if AnnWriter::new(store.vectors, dims).build(wtxn, seed, added, &deferred)? {
+                store.vector_deletes.clear(wtxn)?;
+            }
+            Ok(())
         })
     }
 }
