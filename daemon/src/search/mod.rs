@@ -499,4 +499,8 @@ impl rank::IndexView for StoreView<'_> {
     fn has_directory(&self, dir: &str) -> bool {
         self.index.store.has_directory(dir).unwrap_or(false)
     }
+
+    fn has_file(&self, path: &str) -> bool {
+        self.index.store.has_file(path).unwrap_or(false)
+    }
 }

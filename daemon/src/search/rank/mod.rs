@@ -58,7 +58,9 @@ const FILE_SPELLED: f32 = 1.2;
 const DIRECTORY_NAMED: f32 = 1.3;
 /// Tests, examples, docs, benchmarks, fixtures, vendored or generated code.
 const SECONDARY_PATH: f32 = 0.3;
-/// A version directory beside a newer one (`v3/` next to `v4/`), unless the query names it.
+/// A version directory beside a newer one (`v3/` next to `v4/`), or a legacy copy of a file
+/// beside the current one (`v1/fields.py`, `deprecated/fields.py` next to `fields.py`), unless
+/// the query names it.
 const OLD_VERSION: f32 = 0.5;
 /// A chunk that only re-exports or imports.
 const REEXPORT: f32 = 0.6;
@@ -247,6 +249,8 @@ pub trait IndexView {
     fn doc_share(&self, word: &str) -> f32;
     /// Whether the project has files under directory `dir`.
     fn has_directory(&self, dir: &str) -> bool;
+    /// Whether the project has the file `path`.
+    fn has_file(&self, path: &str) -> bool;
 }
 
 /// Reorder `hits` (best first, scores from retrieval) for `profile`.

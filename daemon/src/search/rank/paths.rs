@@ -102,30 +102,30 @@ pub(super) fn module_directory(path: &str) -> &str {
     }
 }
 
-/// Whether `path` lies in a version directory (`v3/`) beside a newer one (`v4/`), and the
-/// query does not name that version.
+/// Whether `path` is an older copy the query does not name: in a version directory (`v3/`)
+/// beside a newer one (`v4/`), or in a version or legacy directory (`v1/`, `legacy/`,
+/// `deprecated/`) whose parent holds the current file of the same name
+/// (`pydantic/v1/fields.py` beside `pydantic/fields.py`).
 pub(super) fn superseded(path: &str, query_words: &[String], view: &dyn IndexView) -> bool {
     let parts: Vec<&str> = path.split('/').collect();
     for (i, part) in parts.iter().enumerate().take(parts.len().saturating_sub(1)) {
-        let Some(n) = part
-            .strip_prefix(['v', 'V'])
-            .and_then(|d| d.parse::<u32>().ok())
-        else {
+        let lower = part.to_lowercase();
+        let version = lower.strip_prefix('v').and_then(|d| d.parse::<u32>().ok());
+        let legacy = matches!(lower.as_str(), "legacy" | "deprecated");
+        if (version.is_none() && !legacy) || query_words.contains(&lower) {
             continue;
-        };
-        if query_words.iter().any(|w| w == &part.to_lowercase()) {
-            return false;
         }
         let parent = parts[..i].join("/");
-        let newer = (n + 1..=n + 3).any(|m| {
-            let dir = if parent.is_empty() {
-                format!("v{m}")
+        let within = |name: String| {
+            if parent.is_empty() {
+                name
             } else {
-                format!("{parent}/v{m}")
-            };
-            view.has_directory(&dir)
-        });
-        if newer {
+                format!("{parent}/{name}")
+            }
+        };
+        let newer = version
+            .is_some_and(|n| (n + 1..=n + 3).any(|m| view.has_directory(&within(format!("v{m}")))));
+        if newer || view.has_file(&within(parts[i + 1..].join("/"))) {
             return true;
         }
     }

@@ -20,6 +20,10 @@ impl IndexView for Symbols {
     fn has_directory(&self, _dir: &str) -> bool {
         false
     }
+
+    fn has_file(&self, _path: &str) -> bool {
+        false
+    }
 }
 
 /// A project seen through the stage: how common each word is, which directories exist.
@@ -27,6 +31,7 @@ impl IndexView for Symbols {
 struct Project {
     shares: Vec<(&'static str, f32)>,
     dirs: Vec<&'static str>,
+    files: Vec<&'static str>,
 }
 
 impl IndexView for Project {
@@ -43,6 +48,10 @@ impl IndexView for Project {
 
     fn has_directory(&self, dir: &str) -> bool {
         self.dirs.contains(&dir)
+    }
+
+    fn has_file(&self, path: &str) -> bool {
+        self.files.contains(&path)
     }
 }
 
@@ -438,6 +447,37 @@ fn an_older_version_beside_a_newer_one_ranks_lower() {
 }
 
 #[test]
+fn a_legacy_copy_beside_the_current_file_ranks_lower() {
+    let project = Project {
+        files: vec!["pkg/fields.py", "pkg/decorator.py"],
+        ..Project::default()
+    };
+    let hits = vec![
+        hit("pkg/v1/fields.py", 1.0),
+        hit("pkg/deprecated/decorator.py", 0.95),
+        hit("pkg/fields.py", 0.7),
+        hit("pkg/decorator.py", 0.65),
+    ];
+    let order = order_in(&project, "how fields are declared", hits.clone());
+    let at = |path: &str| order.iter().position(|p| p == path).unwrap();
+    assert!(at("pkg/fields.py") < at("pkg/v1/fields.py"), "{order:?}");
+    assert!(
+        at("pkg/decorator.py") < at("pkg/deprecated/decorator.py"),
+        "{order:?}"
+    );
+    // Unless the query names the directory.
+    assert_eq!(
+        order_in(&project, "how fields are declared in v1", hits.clone())[0],
+        "pkg/v1/fields.py"
+    );
+    // A version directory holding the only copy is current code.
+    assert_eq!(
+        order_in(&Project::default(), "how fields are declared", hits)[0],
+        "pkg/v1/fields.py"
+    );
+}
+
+#[test]
 fn a_file_holding_every_word_of_the_question_ranks_higher() {
     let mut repeats = hit("src/pool.rs", 1.0);
     repeats.body = "fn blocking() { blocking(); blocking(); }".into();
@@ -465,6 +505,9 @@ fn an_identifier_defined_as_typed_comes_before_other_cases() {
             0.0
         }
         fn has_directory(&self, _dir: &str) -> bool {
+            false
+        }
+        fn has_file(&self, _path: &str) -> bool {
             false
         }
     }
