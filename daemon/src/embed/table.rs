@@ -43,8 +43,13 @@ impl Activity {
     }
 
     fn quiet(&self) -> bool {
+        self.quiet_for(QUIET)
+    }
+
+    /// No batch runs, and none ended within `span`.
+    pub(super) fn quiet_for(&self, span: Duration) -> bool {
         let last = *self.last.lock().unwrap_or_else(|e| e.into_inner());
-        self.running.load(Ordering::SeqCst) == 0 && last.is_none_or(|t| t.elapsed() >= QUIET)
+        self.running.load(Ordering::SeqCst) == 0 && last.is_none_or(|t| t.elapsed() >= span)
     }
 }
 

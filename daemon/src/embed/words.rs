@@ -86,6 +86,13 @@ const WORDS_PER_PASS: usize = 64;
 /// A word and its vector, common direction removed, in f16.
 type WordVector = (String, Box<[f16]>);
 
+/// Word vectors held in memory, by word.
+type KnownWords = HashMap<String, Box<[f16]>>;
+
+/// How long no document is embedded before the words held in memory are let go
+/// ([`release_known`]).
+const RELEASE_AFTER: std::time::Duration = std::time::Duration::from_secs(30);
+
 fn model(e: amanmcp_encoder::Error) -> EmbedError {
     EmbedError::Model(e.to_string())
 }
@@ -200,8 +207,9 @@ impl WordModel {
 pub struct Words {
     model: WordModel,
     model_id: String,
-    /// Each word's vector, common direction removed, in f16.
-    known: RwLock<HashMap<String, Box<[f16]>>>,
+    /// Each word's vector, common direction removed, in f16: at most `max_known` words.
+    known: Arc<RwLock<KnownWords>>,
+    max_known: usize,
     /// New words of document batches are run here, apart from queries' words.
     documents: rayon::ThreadPool,
     /// New words of queries.
@@ -272,7 +280,8 @@ impl Words {
         Ok(Words {
             model_id: versioned_id(VERSION),
             model: WordModel::new()?,
-            known: RwLock::new(HashMap::new()),
+            known: Arc::default(),
+            max_known: max_known_words(),
             documents: pool("embed", super::DOCUMENT_NICE)?,
             queries: pool("query", 0)?,
             batch_size: batch_size.unwrap_or(256),
@@ -282,26 +291,37 @@ impl Words {
         })
     }
 
-    /// Keep the vector of each word not known yet: from the shared cache if it has it, else
-    /// from the model (then offered to the cache).
-    fn learn(
+    /// The vector of every word of `texts`: known ones from the table, the others from the
+    /// shared cache if it has them, else from the model (then offered to the cache). New ones
+    /// are kept in the table while it has room ([`Words::max_known`]; past it the table is
+    /// emptied first), but the batch is served from what this call gathered, so a bound
+    /// smaller than a batch's vocabulary costs look-ups, never a second run.
+    fn batch_vectors(
         &self,
         texts: &[HashMap<String, u32>],
         pool: &rayon::ThreadPool,
-    ) -> Result<(), EmbedError> {
-        let mut missing: Vec<&String> = {
+    ) -> Result<HashMap<String, Box<[f16]>>, EmbedError> {
+        let mut batch: HashMap<String, Box<[f16]>> = HashMap::new();
+        let mut missing: Vec<&String> = Vec::new();
+        {
             let known = self.known.read().unwrap_or_else(|e| e.into_inner());
-            texts
-                .iter()
-                .flat_map(HashMap::keys)
-                .filter(|w| !known.contains_key(*w))
-                .collect()
-        };
-        if missing.is_empty() {
-            return Ok(());
+            for word in texts.iter().flat_map(HashMap::keys) {
+                if batch.contains_key(word) {
+                    continue;
+                }
+                match known.get(word) {
+                    Some(vector) => {
+                        batch.insert(word.clone(), vector.clone());
+                    }
+                    None => missing.push(word),
+                }
+            }
         }
         missing.sort();
         missing.dedup();
+        if missing.is_empty() {
+            return Ok(batch);
+        }
         // Words another run of the daemon learned are in the shared cache.
         let mut learned: Vec<(String, Box<[f16]>)> = Vec::new();
         if let Some((cache, model)) = self.shared.get() {
@@ -334,12 +354,17 @@ impl Words {
             );
         }
         learned.extend(computed);
-        let mut known = self.known.write().unwrap_or_else(|e| e.into_inner());
-        if known.len() + learned.len() > max_known_words() {
-            known.clear();
+        {
+            let mut known = self.known.write().unwrap_or_else(|e| e.into_inner());
+            if known.len() + learned.len() > self.max_known {
+                *known = HashMap::new();
+            }
+            if learned.len() <= self.max_known {
+                known.extend(learned.iter().map(|(w, v)| (w.clone(), v.clone())));
+            }
         }
-        known.extend(learned);
-        Ok(())
+        batch.extend(learned);
+        Ok(batch)
     }
 
     /// The words' vectors from the model, in one forward pass.
@@ -350,23 +375,51 @@ impl Words {
         Ok(words.iter().map(|w| (*w).clone()).zip(vectors).collect())
     }
 
-    /// The normalized sum of the text's word vectors, each as often as it occurs; `None` if
-    /// one of them is not known.
-    fn text_vector(&self, counts: &HashMap<String, u32>) -> Option<Vec<f32>> {
-        let known = self.known.read().unwrap_or_else(|e| e.into_inner());
+    /// The normalized sum of the text's word vectors (from `vectors`, which holds every one
+    /// of them), each as often as it occurs.
+    fn text_vector(
+        &self,
+        counts: &HashMap<String, u32>,
+        vectors: &HashMap<String, Box<[f16]>>,
+    ) -> Vec<f32> {
         let mut sum = vec![0f32; DIMENSIONS];
         // A fixed order, so float sums are the same in every process.
         let mut entries: Vec<(&String, &u32)> = counts.iter().collect();
         entries.sort();
         for (word, count) in entries {
-            let vector = known.get(word)?;
+            let Some(vector) = vectors.get(word) else {
+                continue;
+            };
             let weight = *count as f32;
             for (s, v) in sum.iter_mut().zip(vector.iter()) {
                 *s += weight * v.to_f32();
             }
         }
         // A text with no words (only numbers or punctuation) still gets a unit vector.
-        Some(normalize(sum).unwrap_or_else(|| self.model.common.to_vec()))
+        normalize(sum).unwrap_or_else(|| self.model.common.to_vec())
+    }
+}
+
+/// Let go of the words held in memory once no document has been embedded for
+/// [`RELEASE_AFTER`] (they stay in the shared cache, a few microseconds a word away), so what
+/// an idle daemon holds does not grow with the vocabulary it has seen.
+fn release_known(known: Arc<RwLock<KnownWords>>, activity: Arc<table::Activity>) {
+    let spawned = std::thread::Builder::new()
+        .name("amanmcp-words-release".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(RELEASE_AFTER);
+                if activity.quiet_for(RELEASE_AFTER) {
+                    let mut known = known.write().unwrap_or_else(|e| e.into_inner());
+                    if !known.is_empty() {
+                        tracing::debug!(words = known.len(), "word vectors let go while idle");
+                        *known = HashMap::new();
+                    }
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!(error = %e, "cannot start the thread letting go of idle word vectors");
     }
 }
 
@@ -393,13 +446,11 @@ impl Embedder for Words {
             Purpose::Document => &self.documents,
             Purpose::Query => &self.queries,
         };
-        loop {
-            self.learn(&counts, pool)?;
-            // Another batch may have emptied the table since: then learn again.
-            if let Some(vectors) = counts.iter().map(|c| self.text_vector(c)).collect() {
-                return Ok(vectors);
-            }
-        }
+        let vectors = self.batch_vectors(&counts, pool)?;
+        Ok(counts
+            .iter()
+            .map(|c| self.text_vector(c, &vectors))
+            .collect())
     }
 
     fn describe(&self) -> String {
@@ -412,6 +463,9 @@ impl Embedder for Words {
     }
 
     fn start_idle_work(&self) {
+        if self.shared.get().is_some() {
+            release_known(self.known.clone(), self.activity.clone());
+        }
         if let Some((cache, key)) = self.shared.get()
             && table::enabled()
         {
@@ -460,6 +514,32 @@ mod tests {
                 ("utf", 1)
             ]
         );
+    }
+
+    #[test]
+    fn a_vocabulary_larger_than_the_memory_bound_embeds_each_word_once_within_it() {
+        // 150 distinct words in batches of 10 texts, the bound 20 words (issue 30: a bound
+        // smaller than a batch's vocabulary had batches run again and again).
+        let vocabulary: Vec<&str> = include_str!("code-words.txt")
+            .lines()
+            .filter(|w| words(w).contains_key(*w))
+            .take(150)
+            .collect();
+        assert_eq!(vocabulary.len(), 150);
+        let texts: Vec<String> = vocabulary.chunks(15).map(|c| c.join(" ")).collect();
+        let mut bounded = Words::new(None).unwrap();
+        bounded.max_known = 20;
+        let free = Words::new(None).unwrap();
+        let expected = free.embed(&texts, Purpose::Document).unwrap();
+        for batch in [&texts[..3], &texts[3..]] {
+            let offset = if batch.len() == 3 { 0 } else { 3 };
+            let got = bounded.embed(batch, Purpose::Document).unwrap();
+            assert_eq!(got, expected[offset..offset + batch.len()]);
+            assert!(bounded.known.read().unwrap().len() <= 20);
+        }
+        assert_eq!(bounded.model_runs(), 150);
+        assert_eq!(free.model_runs(), 150);
+        assert_eq!(free.known.read().unwrap().len(), 150);
     }
 
     #[test]
