@@ -191,7 +191,8 @@ async fn measure(root: &Path, word_table: bool) -> anyhow::Result<Row> {
         fresh_ms.push(until_found(&mut client, &root_str, &marker, &relative, since).await?);
     }
     let peak_mb = peak_rss_mb(pid).unwrap_or(f64::NAN);
-    tokio::time::sleep(Duration::from_secs(10)).await;
+    // Idle: past the 30 s after which the daemon lets go of the word vectors it holds.
+    tokio::time::sleep(Duration::from_secs(40)).await;
     let idle_mb = rss_mb(pid).unwrap_or(f64::NAN);
     let idle_anon_mb = anon_rss_mb(pid).unwrap_or(f64::NAN);
     let row = Row {
