@@ -255,7 +255,7 @@ fn link(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::index::store::{ChunkRecord, EmbeddedChunk, FileRecord, Store};
 
@@ -276,6 +276,17 @@ mod tests {
 
     /// Index file `path` with chunks `ids` and give them their vectors, in one commit.
     fn add_file(store: &Store, path: &str, ids: std::ops::Range<u64>) {
+        add_file_with(store, path, ids, vector);
+    }
+
+    /// Index file `path` with chunks `ids` (chunk `id`'s text hash `1_000_000 + id`) and give
+    /// them the vectors `vector` makes, in one commit.
+    pub(in crate::index::store) fn add_file_with(
+        store: &Store,
+        path: &str,
+        ids: std::ops::Range<u64>,
+        vector: impl Fn(u64) -> Vec<f32>,
+    ) {
         let chunks: Vec<(u64, ChunkRecord)> = ids
             .clone()
             .map(|id| {

@@ -462,7 +462,6 @@ impl StoreTxn<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::index::store::{ChunkRecord, FileRecord};
 
     #[test]
     fn quantized_vectors_keep_their_cosines() {
@@ -518,44 +517,14 @@ mod tests {
         let vectors: Vec<Vec<f32>> = (0..n)
             .map(|_| (0..dims).map(|_| next()).collect())
             .collect();
-        let chunks: Vec<(u64, ChunkRecord)> = (0..n)
-            .map(|id| {
-                let record = ChunkRecord {
-                    path: "a.rs".into(),
-                    start_line: id as u32 + 1,
-                    end_line: id as u32 + 1,
-                    symbol: None,
-                    kind: None,
-                    hash: 1000 + id,
-                };
-                (id, record)
-            })
-            .collect();
-        let file = FileRecord {
-            size: 1,
-            mtime_ns: 1,
-            hash: 1,
-            language: "rust".into(),
-            chunk_ids: (0..n).collect(),
-        };
-        let mut txn = store.write_txn().unwrap();
-        txn.put_file("a.rs", &file, &chunks, &[], &Default::default())
-            .unwrap();
-        let items: Vec<EmbeddedChunk> = (0..n)
-            .map(|id| EmbeddedChunk {
-                chunk_id: id,
-                hash: 1000 + id,
-                vector: vectors[id as usize].clone(),
-            })
-            .collect();
-        assert_eq!(txn.put_vectors(&items).unwrap(), n as usize);
-        txn.build_vectors(1).unwrap();
-        txn.commit(n).unwrap();
+        super::super::ann::tests::add_file_with(&store, "a.rs", 0..n, |id| {
+            vectors[id as usize].clone()
+        });
 
         // The cache gives back each vector within int8's precision (1/254 of the largest
         // component, here under 1).
-        let cached = store.cached_vectors(&[1000]).unwrap();
-        let back = &cached[&1000];
+        let cached = store.cached_vectors(&[1_000_000]).unwrap();
+        let back = &cached[&1_000_000];
         assert!(
             back.iter()
                 .zip(&vectors[0])
