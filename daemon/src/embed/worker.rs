@@ -49,6 +49,8 @@ fn run(index: &ProjectIndex, writer: &WriterHandle, embedding: &Embedding, stop:
     let mut window: (Instant, u64) = (Instant::now(), 0);
     let progress = &index.embed_progress;
     let mut failures_seen = index.progress.commit_failures.load(Ordering::SeqCst);
+    // Vectors were sent since the queue last emptied (their commits free C heap memory).
+    let mut sent_since_empty = false;
     while !stop.load(Ordering::SeqCst) {
         // A commit that failed dropped the vectors sent meanwhile: they are pending again,
         // not on their way. Wait (the disk may still be full), then send them again.
@@ -82,6 +84,10 @@ fn run(index: &ProjectIndex, writer: &WriterHandle, embedding: &Embedding, stop:
                 && !writer.send(WriteOp::Vectors(Vec::new()))
             {
                 return;
+            }
+            if sent_since_empty && in_flight.is_empty() {
+                sent_since_empty = false;
+                crate::index::release_c_heap();
             }
             progress.rate_bits.store(0f64.to_bits(), Ordering::Relaxed);
             window = (Instant::now(), 0);
@@ -117,6 +123,7 @@ fn run(index: &ProjectIndex, writer: &WriterHandle, embedding: &Embedding, stop:
                 })
                 .collect();
             in_flight.extend(items.iter().map(|item| item.chunk_id));
+            sent_since_empty = true;
             if !writer.send(WriteOp::Vectors(items)) {
                 return;
             }
@@ -179,6 +186,7 @@ fn run(index: &ProjectIndex, writer: &WriterHandle, embedding: &Embedding, stop:
                 if !writer.send(WriteOp::Vectors(embedded)) {
                     return;
                 }
+                sent_since_empty = true;
                 in_flight.extend(items.iter().map(|(id, _)| *id));
                 window.1 += n;
                 let elapsed = window.0.elapsed().as_secs_f64();

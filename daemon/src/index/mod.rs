@@ -160,3 +160,16 @@ pub fn project_dir(data_dir: &Path, root: &Path) -> PathBuf {
         .join("projects")
         .join(format!("{name}-{hash:016x}"))
 }
+
+/// Give back to the system the free memory of the C allocator's heaps: tree-sitter's parsers
+/// and LMDB's dirty pages are allocated by glibc's `malloc`, not the daemon's allocator, and
+/// its heaps keep what a pass or a run of vector commits freed (a cold sympy pass: 66 MB
+/// held, the daemon's own memory 148 -> 74 MB once given back). Called when a full pass
+/// ends and when the embedding queue empties.
+pub fn release_c_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free pages of glibc's arenas to the system.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}

@@ -107,6 +107,7 @@ pub fn reconcile(
     // A full pass leaves no deleted document behind: BM25 then counts exactly what a fresh
     // index of the same files counts.
     writer.settle()?;
+    super::release_c_heap();
     progress.end_pass(
         stats.source_bytes,
         started.elapsed().as_millis() as u64,
