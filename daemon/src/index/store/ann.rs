@@ -27,10 +27,11 @@ pub(super) type NodeCodec = hannoy::internals::NodeCodec<Distance>;
 pub type Error = hannoy::Error;
 
 /// The two graphs (hannoy indexes within the database). A few new vectors join the small
-/// recent graph, merged into the main one once it is large ([`MERGE_MIN`]). hannoy links new items and then writes again every link of the graph
-/// it builds, so a build costs the size of the graph whatever was added: one saved file's
-/// vector took 330-390 ms to link into 84,000 (issue 30), holding the writer's transaction
-/// and every saved file behind it. The recent graph keeps that cost to its own size.
+/// recent graph, merged into the main one once it is large ([`MERGE_MIN`]). hannoy links new
+/// items and then writes again every link of the graph it builds, so a build costs the size
+/// of the graph whatever was added: one saved file's vector took 330-390 ms to link into
+/// 84,000 (issue 30), holding the writer's transaction and every saved file behind it. The
+/// recent graph keeps that cost to its own size.
 const MAIN: u16 = 0;
 const RECENT: u16 = 1;
 /// The recent graph is merged into the main one once it holds more than this many vectors
@@ -80,7 +81,21 @@ impl<'t> AnnReader<'t> {
             })
     }
 
+    /// Whether a vector commit would drop any of `deferred` (vectors of removed chunks,
+    /// `waiting` in all) now: one the main graph does not hold (the recent graph drops its
+    /// own at once), or more of them than the main graph lets wait (see
+    /// [`AnnWriter::build`]).
+    pub(super) fn drops_due(&self, deferred: &[u32], waiting: u64) -> bool {
+        let main = self.0.iter().find(|graph| graph.index() == MAIN);
+        let main_size = main.map_or(0, |graph| graph.n_items());
+        waiting > deletes_bound(main_size)
+            || deferred
+                .iter()
+                .any(|id| !main.is_some_and(|graph| graph.item_ids().contains(*id)))
+    }
+
     /// The item ids of the main graph, and of the recent one.
+    #[cfg(test)]
     pub(super) fn graph_items(&self) -> (RoaringBitmap, RoaringBitmap) {
         let mut out = (RoaringBitmap::new(), RoaringBitmap::new());
         for graph in &self.0 {
@@ -150,12 +165,6 @@ impl AnnWriter {
     /// dropped by [`AnnWriter::build`] at the next merge (searches skip it meanwhile).
     pub(super) fn delete_now(&self, wtxn: &mut RwTxn, item: u32) -> Result<bool, Error> {
         Ok(self.recent.del_item(wtxn, item)? || !self.main.contains_item(wtxn, item)?)
-    }
-
-    /// Whether [`AnnWriter::build`] would drop `deferred` removed vectors of the main graph
-    /// now.
-    pub(super) fn due(&self, rtxn: &RoTxn, deferred: u64) -> Result<bool, Error> {
-        Ok(deferred > deletes_bound(size(rtxn, self.database, MAIN)?.unwrap_or(0)))
     }
 
     /// Link the items added or deleted in this transaction into the recent graph (required

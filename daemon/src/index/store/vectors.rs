@@ -272,17 +272,13 @@ impl Store {
             if waiting == 0 {
                 return Ok(false);
             }
-            let Some(reader) = self.vector_reader(rtxn)? else {
-                return Ok(true);
-            };
-            let (main, recent) = reader.graph_items();
+            let mut deferred = Vec::new();
             for item in self.vector_deletes.iter(rtxn)? {
-                let id = item?.0;
-                if u32::try_from(id).is_ok_and(|id| recent.contains(id) || !main.contains(id)) {
-                    return Ok(true);
-                }
+                deferred.extend(u32::try_from(item?.0).ok());
             }
-            Ok(AnnWriter::new(self.vectors, reader.dimensions()).due(rtxn, waiting)?)
+            Ok(self
+                .vector_reader(rtxn)?
+                .is_none_or(|reader| reader.drops_due(&deferred, waiting)))
         })
     }
 
