@@ -78,7 +78,13 @@ pub(super) fn graph_reply(answer: GraphAnswer) -> pb::GraphReply {
                 rule: l.rule,
                 candidates_total: l.candidates.len() as u32,
                 // A name defined in hundreds of classes would make every link huge.
-                candidates: l.candidates.into_iter().take(10).map(graph_def).collect(),
+                candidates: l
+                    .candidates
+                    .iter()
+                    .take(10)
+                    .cloned()
+                    .map(graph_def)
+                    .collect(),
                 depth: l.depth,
                 inherits: l.inherits,
             })

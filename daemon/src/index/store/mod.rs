@@ -114,6 +114,8 @@ pub struct Store {
     embed_pending: Database<'static, BeU64, BeU64>,
     vector_deletes: Database<'static, BeU64, Unit>,
     long_keys: keys::LongKeys,
+    /// Recently read files' decoded references (`symbols::RefsCache`).
+    refs_cache: symbols::RefsCache,
 }
 
 impl Store {
@@ -208,6 +210,7 @@ impl Store {
             embed_pending: pending,
             vector_deletes: deletes,
             long_keys: keys::LongKeys(long_keys),
+            refs_cache: symbols::RefsCache::default(),
         })
     }
 

@@ -1,17 +1,100 @@
 //! Reads of the per-file symbol lists, the name index and the per-file references.
 
 use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+
+use lru::LruCache;
 
 use super::{FileRefs, IndexError, Store, SymbolRecord, keys};
 
+/// Decoded references kept across requests, by estimated size at most: decoding them was
+/// most of a code-graph request's time (`impact` of a wide change reads most files).
+const REFS_CACHE_BYTES: usize = 32 << 20;
+
+/// Recently read files' decoded references, each with the content hash of the file it was
+/// read from: an entry is used only while the file's record holds that hash, so it is right
+/// by construction, whatever was written since, and needs no invalidation.
+/// Shared by the store's clones, like the environment.
+#[derive(Default, Clone)]
+pub(super) struct RefsCache(Arc<Mutex<Cached>>);
+
+struct Cached {
+    entries: LruCache<String, (u64, Arc<FileRefs>, usize)>,
+    bytes: usize,
+}
+
+impl Default for Cached {
+    fn default() -> Cached {
+        Cached {
+            entries: LruCache::unbounded(),
+            bytes: 0,
+        }
+    }
+}
+
+impl RefsCache {
+    fn get(&self, path: &str, hash: u64) -> Option<Arc<FileRefs>> {
+        let mut cached = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match cached.entries.get(path) {
+            Some((h, refs, _)) if *h == hash => Some(refs.clone()),
+            _ => None,
+        }
+    }
+
+    fn put(&self, path: &str, hash: u64, refs: Arc<FileRefs>) {
+        let size = estimated_size(&refs);
+        if size > REFS_CACHE_BYTES / 4 {
+            return;
+        }
+        let mut cached = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, _, old)) = cached.entries.put(path.to_string(), (hash, refs, size)) {
+            cached.bytes -= old;
+        }
+        cached.bytes += size;
+        while cached.bytes > REFS_CACHE_BYTES {
+            let Some((_, (_, _, old))) = cached.entries.pop_lru() else {
+                break;
+            };
+            cached.bytes -= old;
+        }
+    }
+}
+
+/// Roughly the heap a decoded [`FileRefs`] holds.
+fn estimated_size(refs: &FileRefs) -> usize {
+    let strings = |s: &[&str]| s.iter().map(|s| s.len() + 24).sum::<usize>();
+    refs.refs
+        .iter()
+        .map(|r| 40 + r.name.len() + r.receiver.as_ref().map_or(0, |s| s.len() + 24))
+        .sum::<usize>()
+        + refs
+            .imports
+            .iter()
+            .map(|i| {
+                8 + strings(&[&i.module, &i.local]) + i.name.as_ref().map_or(0, |s| s.len() + 24)
+            })
+            .sum::<usize>()
+        + refs
+            .bindings
+            .iter()
+            .map(|b| 8 + strings(&[&b.name, &b.type_name]))
+            .sum::<usize>()
+}
+
 impl Store {
-    /// What `path` refers to.
-    pub fn refs_of(&self, path: &str) -> Result<FileRefs, IndexError> {
+    /// What `path` refers to (shared: decoded once while the file is unchanged).
+    pub fn refs_of(&self, path: &str) -> Result<Arc<FileRefs>, IndexError> {
         self.read(|rtxn| {
-            Ok(self
-                .file_refs
-                .get(rtxn, &keys::key(path))?
-                .unwrap_or_default())
+            let key = keys::key(path);
+            let Some(record) = self.files.get(rtxn, &key)? else {
+                return Ok(Arc::default());
+            };
+            if let Some(refs) = self.refs_cache.get(path, record.hash) {
+                return Ok(refs);
+            }
+            let refs = Arc::new(self.file_refs.get(rtxn, &key)?.unwrap_or_default());
+            self.refs_cache.put(path, record.hash, refs.clone());
+            Ok(refs)
         })
     }
 
@@ -69,5 +152,53 @@ impl Store {
             }
             Ok(paths.into_iter().collect())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::chunk::syntax::refs::{FileRefs, RefKind, Reference};
+    use crate::index::store::{FileRecord, Store};
+
+    /// `path` indexed with one call of `called`, the file's content hash `hash`.
+    fn put(store: &Store, path: &str, hash: u64, called: &str) {
+        let file = FileRecord {
+            size: 1,
+            mtime_ns: 1,
+            hash,
+            language: "rust".into(),
+            chunk_ids: Vec::new(),
+        };
+        let refs = FileRefs {
+            refs: vec![Reference {
+                name: called.into(),
+                line: 1,
+                kind: RefKind::Call,
+                receiver: None,
+            }],
+            ..Default::default()
+        };
+        let mut txn = store.write_txn().unwrap();
+        txn.put_file(path, &file, &[], &[], &refs).unwrap();
+        txn.commit(0).unwrap();
+    }
+
+    #[test]
+    fn cached_references_follow_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        put(&store, "a.rs", 1, "first");
+        assert_eq!(store.refs_of("a.rs").unwrap().refs[0].name, "first");
+        // Cached now; a new content (another hash) is read anew, through a clone too.
+        put(&store, "a.rs", 2, "second");
+        assert_eq!(
+            store.clone().refs_of("a.rs").unwrap().refs[0].name,
+            "second"
+        );
+        // A removed file has none, whatever was cached.
+        let mut txn = store.write_txn().unwrap();
+        txn.remove_file("a.rs").unwrap();
+        txn.commit(0).unwrap();
+        assert!(store.refs_of("a.rs").unwrap().refs.is_empty());
     }
 }

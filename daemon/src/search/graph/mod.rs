@@ -16,7 +16,7 @@ pub mod resolve;
 mod tests;
 mod walk;
 
-use resolve::{Def, GraphView};
+use resolve::{Def, Defs, GraphView};
 pub use walk::Walk;
 
 use super::Searcher;
@@ -68,7 +68,7 @@ pub struct Link {
     /// The rule that resolved it, or why it is unresolved.
     pub rule: String,
     /// What an ambiguous call may mean.
-    pub candidates: Vec<Def>,
+    pub candidates: Defs,
     /// Steps from the asked definitions (1 = direct).
     pub depth: u32,
     /// A base class rather than a call.
@@ -137,7 +137,7 @@ impl GraphView for ProjectIndex {
     fn symbols_of(&self, path: &str) -> Result<Vec<SymbolRecord>, IndexError> {
         self.store.symbols_of(path)
     }
-    fn refs_of(&self, path: &str) -> Result<FileRefs, IndexError> {
+    fn refs_of(&self, path: &str) -> Result<std::sync::Arc<FileRefs>, IndexError> {
         self.store.refs_of(path)
     }
     fn language_of(&self, path: &str) -> Result<Option<String>, IndexError> {

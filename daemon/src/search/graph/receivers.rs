@@ -2,7 +2,7 @@
 //! type (a parameter, local or field, as written), an imported module, a class named or
 //! constructed there (`Foo.bar`, `Foo().bar`), else a value of unknown type: ambiguous.
 
-use super::resolve::{CLASS_LIKE, Def, Resolution, Resolver};
+use super::resolve::{CLASS_LIKE, Def, Defs, Resolution, Resolver};
 use crate::chunk::syntax::refs::Import;
 use crate::error::IndexError;
 
@@ -82,14 +82,14 @@ impl Resolver<'_> {
         path: &str,
         line: u32,
         receiver: &str,
-        methods: &[Def],
+        methods: &Defs,
     ) -> Result<Option<Resolution>, IndexError> {
         let Some(ty) = self.declared_type(path, line, receiver)? else {
             return Ok(None);
         };
         let mut own = Vec::new();
         let mut owners = Vec::new();
-        for def in methods {
+        for def in methods.iter() {
             if let Some(owner) = self.owner(def)? {
                 if owner.name == ty {
                     own.push(def.clone());
@@ -100,7 +100,7 @@ impl Resolver<'_> {
         match own.len() {
             1 => return Ok(Some(Resolution::Resolved(own.remove(0), "declared type"))),
             0 => {}
-            _ => return Ok(Some(Resolution::Ambiguous(own))),
+            _ => return Ok(Some(Resolution::Ambiguous(own.into()))),
         }
         // The declared type's bases (one level), wherever the type is defined.
         let mut bases = Vec::new();
@@ -125,7 +125,7 @@ impl Resolver<'_> {
                 "declared type's base",
             )),
             0 => None,
-            _ => Some(Resolution::Ambiguous(inherited)),
+            _ => Some(Resolution::Ambiguous(inherited.into())),
         })
     }
 
@@ -136,8 +136,8 @@ impl Resolver<'_> {
         path: &str,
         language: &str,
         receiver: &str,
-        methods: &[Def],
-        functions: &[Def],
+        methods: &Defs,
+        functions: &Defs,
         name: &str,
     ) -> Result<Resolution, IndexError> {
         // A module bound by an import (`np.array`, `os.path.join`, `fmt.Println`).
@@ -153,7 +153,7 @@ impl Resolver<'_> {
             _ => None,
         };
         if let Some(module) = module {
-            let all: Vec<&Def> = functions.iter().chain(methods).collect();
+            let all: Vec<&Def> = functions.iter().chain(methods.iter()).collect();
             return Ok(self.in_module(path, language, &module, &all, "module"));
         }
         // A class named by the receiver (`Foo.bar`, `Foo::new`, an alias of one), or one
@@ -172,7 +172,7 @@ impl Resolver<'_> {
         // namespace or object: `import { util } from ...; util.f()`).
         if last.chars().next().is_some_and(char::is_uppercase) || imported.is_some() {
             let mut members = Vec::new();
-            for def in methods {
+            for def in methods.iter() {
                 if self
                     .owner(def)?
                     .is_some_and(|owner| owner.name == class_name)
@@ -183,7 +183,7 @@ impl Resolver<'_> {
             match members.len() {
                 1 => return Ok(Resolution::Resolved(members.remove(0), "named type")),
                 0 => {}
-                _ => return Ok(Resolution::Ambiguous(members)),
+                _ => return Ok(Resolution::Ambiguous(members.into())),
             }
         }
         // A value whose type is not written down: any method of the name (never resolved,
@@ -195,7 +195,7 @@ impl Resolver<'_> {
         Ok(if candidates.is_empty() {
             Resolution::Unresolved(format!("no `{name}` defined in the project"))
         } else {
-            Resolution::Ambiguous(candidates.to_vec())
+            Resolution::Ambiguous(candidates.clone())
         })
     }
 }

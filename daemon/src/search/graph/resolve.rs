@@ -9,6 +9,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use super::modules::{dir_of, imports_from, module_files};
 use crate::chunk::syntax::refs::{FileRefs, Import, RefKind, Reference};
@@ -20,7 +21,7 @@ pub trait GraphView {
     /// The symbols of a file.
     fn symbols_of(&self, path: &str) -> Result<Vec<SymbolRecord>, IndexError>;
     /// The references and imports of a file.
-    fn refs_of(&self, path: &str) -> Result<FileRefs, IndexError>;
+    fn refs_of(&self, path: &str) -> Result<Arc<FileRefs>, IndexError>;
     /// The language of an indexed file.
     fn language_of(&self, path: &str) -> Result<Option<String>, IndexError>;
     /// Every (path, symbol) whose bare name is `name`, any case.
@@ -57,13 +58,17 @@ impl Def {
     }
 }
 
+/// Definitions shared between resolutions, links and the per-request caches.
+pub type Defs = Arc<[Def]>;
+
 /// What a reference was found to refer to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Resolution {
     /// This definition, by the named rule.
     Resolved(Def, &'static str),
-    /// One of these (the receiver's type is unknown, or several are in scope).
-    Ambiguous(Vec<Def>),
+    /// One of these (the receiver's type is unknown, or several are in scope); shared, as a
+    /// name's definitions are the candidates of each of its calls.
+    Ambiguous(Defs),
     /// Nothing in the project (external, builtin or dynamic), with why.
     Unresolved(String),
 }
@@ -114,7 +119,7 @@ const PACKAGE_DIRS: &[&str] = &["go", "java", "kotlin", "csharp", "c", "cpp", "s
 pub struct Resolver<'v> {
     view: &'v dyn GraphView,
     symbols: RefCell<HashMap<String, Rc<Vec<SymbolRecord>>>>,
-    refs: RefCell<HashMap<String, Rc<FileRefs>>>,
+    refs: RefCell<HashMap<String, Arc<FileRefs>>>,
     named: RefCell<HashMap<String, Rc<Vec<Def>>>>,
     languages: RefCell<HashMap<String, String>>,
     owners: RefCell<HashMap<Def, Option<SymbolRecord>>>,
@@ -144,8 +149,8 @@ impl<'v> Resolver<'v> {
         })
     }
 
-    pub fn refs(&self, path: &str) -> Result<Rc<FileRefs>, IndexError> {
-        cached(&self.refs, path, || Ok(Rc::new(self.view.refs_of(path)?)))
+    pub fn refs(&self, path: &str) -> Result<Arc<FileRefs>, IndexError> {
+        cached(&self.refs, path, || self.view.refs_of(path))
     }
 
     pub fn language(&self, path: &str) -> Result<String, IndexError> {
@@ -175,21 +180,21 @@ impl<'v> Resolver<'v> {
     fn split(&self, name: &str, language: &str) -> Result<Rc<Split>, IndexError> {
         let key = (name.to_string(), family(language).to_string());
         cached(&self.splits, &key, || {
-            let mut split = Split {
-                methods: Vec::new(),
-                functions: Vec::new(),
-            };
+            let (mut methods, mut functions) = (Vec::new(), Vec::new());
             for def in self.definitions(name)?.iter() {
                 if family(&self.language(&def.path)?) != key.1 {
                     continue;
                 }
                 if self.is_method(def)? {
-                    split.methods.push(def.clone());
+                    methods.push(def.clone());
                 } else {
-                    split.functions.push(def.clone());
+                    functions.push(def.clone());
                 }
             }
-            Ok(Rc::new(split))
+            Ok(Rc::new(Split {
+                methods: methods.into(),
+                functions: functions.into(),
+            }))
         })
     }
 
@@ -296,7 +301,7 @@ impl<'v> Resolver<'v> {
             _ => r.name.clone(),
         };
         let split = self.split(&name, &language)?;
-        let (methods, functions) = (&split.methods[..], &split.functions[..]);
+        let (methods, functions) = (&split.methods, &split.functions);
         let class = self.enclosing_class(path, r.line)?;
         match r.receiver.as_deref() {
             Some(receiver) if SELF.contains(&receiver) => {
@@ -326,7 +331,7 @@ impl<'v> Resolver<'v> {
         &self,
         path: &str,
         class: &SymbolRecord,
-        methods: &[Def],
+        methods: &Defs,
         name: &str,
     ) -> Result<Resolution, IndexError> {
         let own: Vec<Def> = methods
@@ -343,7 +348,7 @@ impl<'v> Resolver<'v> {
             return Ok(Resolution::Resolved(one.clone(), "enclosing class"));
         }
         if own.len() > 1 {
-            return Ok(Resolution::Ambiguous(own));
+            return Ok(Resolution::Ambiguous(own.into()));
         }
         self.inherited(path, class, methods, name)
     }
@@ -351,11 +356,11 @@ impl<'v> Resolver<'v> {
     /// The methods whose owning class passes `wanted`.
     fn owned_by(
         &self,
-        methods: &[Def],
+        methods: &Defs,
         wanted: impl Fn(&SymbolRecord) -> bool,
     ) -> Result<Vec<Def>, IndexError> {
         let mut found = Vec::new();
-        for def in methods {
+        for def in methods.iter() {
             if let Some(owner) = self.owner(def)?
                 && wanted(&owner)
             {
@@ -371,7 +376,7 @@ impl<'v> Resolver<'v> {
         &self,
         path: &str,
         class: &SymbolRecord,
-        methods: &[Def],
+        methods: &Defs,
         name: &str,
     ) -> Result<Resolution, IndexError> {
         let bases = self.bases(path, class)?;
@@ -379,7 +384,7 @@ impl<'v> Resolver<'v> {
         Ok(match inherited.len() {
             1 => Resolution::Resolved(inherited.remove(0), "base class"),
             0 => pick(methods, "method", name),
-            _ => Resolution::Ambiguous(inherited),
+            _ => Resolution::Ambiguous(inherited.into()),
         })
     }
 
@@ -392,8 +397,8 @@ impl<'v> Resolver<'v> {
         r: &Reference,
         import: Option<Import>,
         class: Option<SymbolRecord>,
-        methods: &[Def],
-        functions: &[Def],
+        methods: &Defs,
+        functions: &Defs,
         name: &str,
     ) -> Result<Resolution, IndexError> {
         // The file's own definitions in scope: top-level, or nested in a function around
@@ -431,7 +436,7 @@ impl<'v> Resolver<'v> {
         }
         // An import binding the name.
         if let Some(import) = import {
-            let all: Vec<&Def> = functions.iter().chain(methods).collect();
+            let all: Vec<&Def> = functions.iter().chain(methods.iter()).collect();
             return Ok(self.in_module(path, language, &import.module, &all, "import"));
         }
         // A wildcard import of a module that defines it.
@@ -460,10 +465,10 @@ impl<'v> Resolver<'v> {
         Ok(match functions.len() {
             1 => Resolution::Resolved(functions[0].clone(), "unique name"),
             0 if IMPLICIT_SELF.contains(&language) && !methods.is_empty() => {
-                Resolution::Ambiguous(methods.to_vec())
+                Resolution::Ambiguous(methods.clone())
             }
             0 => Resolution::Unresolved(format!("no `{name}` defined in the project")),
-            _ => Resolution::Ambiguous(functions.to_vec()),
+            _ => Resolution::Ambiguous(functions.clone()),
         })
     }
 
@@ -518,7 +523,7 @@ impl<'v> Resolver<'v> {
         match matched.len() {
             1 => Resolution::Resolved(matched.remove(0), rule),
             0 => Resolution::Unresolved(format!("imported from `{module}`")),
-            _ => Resolution::Ambiguous(matched),
+            _ => Resolution::Ambiguous(matched.into()),
         }
     }
 }
@@ -554,16 +559,16 @@ where
 
 /// A member reached through a receiver whose class is unknown: ambiguous among the
 /// candidates (even one: an outside base class may define it), unresolved without any.
-fn pick(defs: &[Def], what: &str, name: &str) -> Resolution {
+fn pick(defs: &Defs, what: &str, name: &str) -> Resolution {
     if defs.is_empty() {
         Resolution::Unresolved(format!("no {what} `{name}` defined in the project"))
     } else {
-        Resolution::Ambiguous(defs.to_vec())
+        Resolution::Ambiguous(defs.clone())
     }
 }
 
 /// A name's definitions in one language family, members of a class apart.
 pub(super) struct Split {
-    pub(super) methods: Vec<Def>,
-    pub(super) functions: Vec<Def>,
+    pub(super) methods: Defs,
+    pub(super) functions: Defs,
 }

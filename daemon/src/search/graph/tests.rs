@@ -31,12 +31,13 @@ impl GraphView for Fixture {
             c.symbols.iter().map(SymbolRecord::from).collect()
         }))
     }
-    fn refs_of(&self, path: &str) -> Result<FileRefs, IndexError> {
-        Ok(self
-            .0
-            .get(path)
-            .map(|(_, c)| c.refs.clone())
-            .unwrap_or_default())
+    fn refs_of(&self, path: &str) -> Result<std::sync::Arc<FileRefs>, IndexError> {
+        Ok(std::sync::Arc::new(
+            self.0
+                .get(path)
+                .map(|(_, c)| c.refs.clone())
+                .unwrap_or_default(),
+        ))
     }
     fn language_of(&self, path: &str) -> Result<Option<String>, IndexError> {
         Ok(self.0.get(path).map(|(l, _)| l.clone()))

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::rc::Rc;
 
-use super::resolve::{CLASS_LIKE, Def, Resolution, Resolver};
+use super::resolve::{CLASS_LIKE, Def, Defs, Resolution, Resolver};
 use super::{
     GraphAnswer, GraphView, Impacted, Label, Link, MAX_DEPTH, MAX_EXAMPLES, MAX_FILES, MAX_LINKS,
     Unexplained, is_test,
@@ -106,7 +106,7 @@ impl<'v> Walk<'v> {
             }
             let (label, rule, candidates) = match &m.resolution {
                 Resolution::Resolved(def, rule) if def == target => {
-                    (Label::Resolved, rule.to_string(), Vec::new())
+                    (Label::Resolved, rule.to_string(), Defs::default())
                 }
                 Resolution::Ambiguous(defs) if defs.contains(target) => (
                     Label::Ambiguous,
@@ -158,13 +158,19 @@ impl<'v> Walk<'v> {
         for path in files {
             let refs = self.resolver.refs(&path)?;
             // Local names bound to the name by an import (`save as store`).
-            let mut names: HashSet<&str> = HashSet::from([name]);
+            // A few names, compared directly (hashing each of a file's references cost more
+            // than the rest of the walk).
+            let mut names: Vec<&str> = vec![name];
             for import in &refs.imports {
-                if import.name.as_deref() == Some(name) {
-                    names.insert(import.local.as_str());
+                if import.name.as_deref() == Some(name) && !names.contains(&import.local.as_str()) {
+                    names.push(import.local.as_str());
                 }
             }
-            for r in refs.refs.iter().filter(|r| names.contains(r.name.as_str())) {
+            for r in refs
+                .refs
+                .iter()
+                .filter(|r| names.contains(&r.name.as_str()))
+            {
                 out.push(Mention {
                     resolution: self.resolver.resolve(&path, r)?,
                     from: self.caller(&path, r)?,
@@ -211,11 +217,13 @@ impl<'v> Walk<'v> {
                 continue;
             }
             let (to, label, rule, candidates) = match self.resolver.resolve(&def.path, r)? {
-                Resolution::Resolved(to, rule) => (Some(to), Label::Resolved, rule.into(), vec![]),
+                Resolution::Resolved(to, rule) => {
+                    (Some(to), Label::Resolved, rule.into(), Defs::default())
+                }
                 Resolution::Ambiguous(defs) => {
                     (None, Label::Ambiguous, "several in scope".into(), defs)
                 }
-                Resolution::Unresolved(why) => (None, Label::Unresolved, why, vec![]),
+                Resolution::Unresolved(why) => (None, Label::Unresolved, why, Defs::default()),
             };
             // A recursive call is not a callee.
             if to.as_ref() == Some(def) {
@@ -365,7 +373,7 @@ impl<'v> Walk<'v> {
             for link in self.callees_of(&def, d + 1)? {
                 let targets: Vec<Def> = match &link.to {
                     Some(to) => vec![to.clone()],
-                    None => link.candidates.clone(),
+                    None => link.candidates.to_vec(),
                 };
                 let index = answer.links.len();
                 answer.links.push(link);
