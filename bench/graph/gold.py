@@ -4,7 +4,8 @@
 A gold caller of a definition is the innermost enclosing definition of each reference to
 the definition's symbol (functions, methods and classes defined in the project; references
 at a file's top level have none). Definitions' extents come from the language's own parser
-(Python: `ast`; JavaScript/TypeScript: the TypeScript compiler's parser, `ts_extents.cjs`);
+(Python: `ast`; JavaScript/TypeScript: the TypeScript compiler's parser, `ts_extents.cjs`;
+Rust: the extents rust-analyzer gives its definitions in the SCIP index itself);
 SCIP gives where each symbol is defined and referenced. A reference to a class's
 constructor (`new C()`) counts as one to the class.
 
@@ -38,6 +39,45 @@ def qualified(symbol):
     inner = descriptors[last + 1:]
     names = [n for n in re.split(r"[#.]|\(\)", inner) if n and n != "__init__:"]
     return ".".join(n.strip("`") for n in names)
+
+
+def rust_descriptor(symbol):
+    """The descriptors after the last namespace (`/`), outside brackets and backticks."""
+    descriptors = symbol.split(" ", 4)[-1]
+    quoted, depth, last = False, 0, -1
+    for i, c in enumerate(descriptors):
+        if c == "`":
+            quoted = not quoted
+        elif quoted:
+            continue
+        elif c == "[":
+            depth += 1
+        elif c == "]":
+            depth -= 1
+        elif c == "/" and depth == 0:
+            last = i
+    return descriptors[last + 1:]
+
+
+def rust_qualified(symbol):
+    """rust-analyzer's `impl#[`Type<T>`][Trait]name().` -> `Type.name`; `Trait#name().` ->
+    `Trait.name`; `name().` -> `name`; `Type#` -> `Type`."""
+    inner = rust_descriptor(symbol)
+    m = re.match(r"impl#\[`?([^\]`<]+)[^\]]*\](?:\[[^\]]*\])*(.*)$", inner)
+    if m:
+        inner = m.group(1).strip() + "#" + m.group(2)
+    names = [n for n in re.split(r"[#.]|\(\)", inner) if n]
+    return ".".join(n.strip("`") for n in names)
+
+
+def rust_definition(symbol):
+    """A function, a method, or a type that is not inside another (not an enum's variant
+    nor an impl's associated type): what can enclose a reference."""
+    inner = rust_descriptor(symbol)
+    if inner.endswith("()."):
+        return True
+    plain = re.sub(r"\[[^\]]*\]", "", re.sub(r"`[^`]*`", "", inner))
+    return plain.endswith("#") and plain.count("#") == 1 and not plain.startswith("impl#")
 
 
 def callable_symbol(symbol):
@@ -82,6 +122,11 @@ def main(dump, checkout):
         if o["def"] and callable_symbol(o["symbol"]) and o["symbol"] not in definitions:
             definitions[o["symbol"]] = (o["path"], o["line"] + 1)
     scripts = script_defs(checkout, {o["path"] for o in occurrences if o["path"].endswith(SCRIPT_SUFFIXES)})
+    # Rust: rust-analyzer gives each definition's extent.
+    for o in occurrences:
+        if o["def"] and o["enc"] and o["path"].endswith(".rs") and rust_definition(o["symbol"]):
+            name = rust_qualified(o["symbol"]).rsplit(".", 1)[-1]
+            scripts.setdefault(o["path"], []).append((name, o["line"] + 1, o["enc"][0] + 1, o["enc"][1] + 1))
     extents = {}
     lines = {}
     rows = set()
@@ -104,7 +149,8 @@ def main(dump, checkout):
         after = lines[path][o["line"]][o["end"]:] if o["line"] < len(lines[path]) else ""
         is_call = after.lstrip().startswith("(")
         callee_path, callee_line = definitions[o["symbol"]]
-        rows.add((callee_path, callee_line, qualified(o["symbol"]), path, caller[1], caller[0], int(is_call)))
+        name = rust_qualified(o["symbol"]) if callee_path.endswith(".rs") else qualified(o["symbol"])
+        rows.add((callee_path, callee_line, name, path, caller[1], caller[0], int(is_call)))
     for row in sorted(rows):
         print("\t".join(str(v) for v in row))
 
