@@ -71,12 +71,15 @@ def rust_qualified(symbol):
 
 
 def rust_definition(symbol):
-    """A function, a method, or a type that is not inside another (not an enum's variant
-    nor an impl's associated type): what can enclose a reference."""
+    """A function, a method, a type that is not inside another (not an enum's variant nor
+    an impl's associated type), or a module-level `const` or `static`: what can enclose a
+    reference."""
     inner = rust_descriptor(symbol)
     if inner.endswith("()."):
         return True
     plain = re.sub(r"\[[^\]]*\]", "", re.sub(r"`[^`]*`", "", inner))
+    if plain.endswith(".") and "#" not in plain:
+        return True
     return plain.endswith("#") and plain.count("#") == 1 and not plain.startswith("impl#")
 
 
@@ -142,7 +145,10 @@ def main(dump, checkout):
             lines[path] = text.splitlines()
             extents[path] = python_defs(text) if path.endswith(".py") else scripts.get(path, [])
         line = o["line"] + 1
-        around = [d for d in extents[path] if d[2] <= line <= d[3] and d[1] != line]
+        # (A reference on a Python definition's own line is its header's: decorators,
+        # defaults, bases. A Rust definition's line is its own: `const A: T = T(..)`.)
+        around = [d for d in extents[path]
+                  if d[2] <= line <= d[3] and (d[1] != line or path.endswith(".rs"))]
         if not around:
             continue
         caller = min(around, key=lambda d: d[3] - d[2])

@@ -14,8 +14,8 @@ pub struct Binding {
     /// The variable, parameter or field as a receiver is written (`conn`, `self.conn`,
     /// `this.conn`).
     pub name: String,
-    /// The type's bare name (`Connection`), or `=name` when the value is another name's
-    /// (`self.conn = conn`).
+    /// The type's bare name (`Connection`), `=name` when the value is another name's
+    /// (`self.conn = conn`), or empty for a Rust local whose type is not written.
     pub type_name: String,
     /// Line (1-based).
     pub line: u32,
@@ -175,12 +175,14 @@ pub fn bindings(language: &str, node: Node<'_>, src: &str, out: &mut Vec<Binding
             }
             push(name, ty);
         }
-        // Rust `let x: Foo = ...`, `let x = Foo::new()`; `fn f(x: &Foo)`.
+        // Rust `let x: Foo = ...`, `let x = Foo::new()`; `fn f(x: &Foo)`. A local whose
+        // type is not written is recorded with none (""): it shadows what came before.
         "let_declaration" | "parameter" => {
             let name = field("pattern").and_then(|n| receiver_name(n, src));
             let declared = field("type").and_then(|t| type_name(language, t, src));
             let made = field("value").and_then(|v| constructed(language, v, src));
-            push(name, declared.or(made));
+            let untyped = (node.kind() == "let_declaration").then(String::new);
+            push(name, declared.or(made).or(untyped));
         }
         // Go `x := &Foo{}`, `func f(x *Foo)`, `var x Foo`.
         "short_var_declaration" => {

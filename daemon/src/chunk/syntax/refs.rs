@@ -17,8 +17,10 @@ use super::builder::node_text;
 /// What a reference does with the name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RefKind {
-    /// A call, a constructor call or a macro invocation.
+    /// A call or a constructor call.
     Call,
+    /// A macro invocation (Rust's `name!(...)`): only a macro can be meant.
+    Macro,
     /// A base class, an extended interface, an implemented trait.
     Inherit,
 }
@@ -109,8 +111,12 @@ pub fn extract(language: &str, root: Node<'_>, src: &str) -> FileRefs {
         let kind = node.kind();
         if CALLS.contains(&kind) {
             if let Some((name, receiver)) = callee(node, src) {
-                out.refs
-                    .push(reference(name, node, RefKind::Call, receiver));
+                let kind = if kind == "macro_invocation" {
+                    RefKind::Macro
+                } else {
+                    RefKind::Call
+                };
+                out.refs.push(reference(name, node, kind, receiver));
             }
         } else {
             imports(language, node, src, &mut out.imports);

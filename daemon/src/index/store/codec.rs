@@ -217,6 +217,7 @@ impl<'a> BytesEncode<'a> for RefsCodec {
             w.0.push(match r.kind {
                 RefKind::Call => 0,
                 RefKind::Inherit => 1,
+                RefKind::Macro => 2,
             });
             w.opt_str(r.receiver.as_deref());
         }
@@ -256,6 +257,7 @@ impl<'a> BytesDecode<'a> for RefsCodec {
                 kind: match r.u8()? {
                     0 => RefKind::Call,
                     1 => RefKind::Inherit,
+                    2 => RefKind::Macro,
                     _ => return Err(Corrupt.into()),
                 },
                 receiver: r.opt_string()?,

@@ -69,6 +69,7 @@ impl Resolver<'_> {
             Some(b) => match b.type_name.strip_prefix('=') {
                 Some(other) if depth < 3 => self.declared_type_at(path, b.line, other, depth + 1),
                 Some(_) => Ok(None),
+                None if b.type_name.is_empty() => Ok(None),
                 None => Ok(Some(b.type_name.clone())),
             },
             None => Ok(None),
@@ -87,11 +88,14 @@ impl Resolver<'_> {
         let Some(ty) = self.declared_type(path, line, receiver)? else {
             return Ok(None);
         };
+        // A generic parameter (`visitor: V` with `V: Visitor`) stands for its bounds.
+        let mut types = vec![ty.clone()];
+        types.extend(self.bounds(path, line, &ty)?);
         let mut own = Vec::new();
         let mut owners = Vec::new();
         for def in methods.iter() {
             if let Some(owner) = self.owner(def)? {
-                if owner.name == ty {
+                if types.contains(&owner.name) {
                     own.push(def.clone());
                 }
                 owners.push((def.clone(), owner.name));
@@ -198,6 +202,66 @@ impl Resolver<'_> {
             Resolution::Ambiguous(candidates.clone())
         })
     }
+
+    /// The traits a generic parameter `ty` is bounded by in the signatures around `line`
+    /// (the function's and its `impl`'s: `<V: Visitor<'de>>`, `where V: Visitor<'de>`).
+    fn bounds(&self, path: &str, line: u32, ty: &str) -> Result<Vec<String>, IndexError> {
+        let symbols = self.symbols(path)?;
+        Ok(symbols
+            .iter()
+            .filter(|s| s.start_line <= line && line <= s.end_line)
+            .flat_map(|s| bounds_in(&s.signature, ty))
+            .collect())
+    }
+}
+
+/// The bounds of `ty` written in `signature`: each `ty: A + B<T>` after `<`, `,` or
+/// `where`, as bare trait names (`A`, `B`); lifetimes and `?Sized` dropped.
+pub(super) fn bounds_in(signature: &str, ty: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = signature;
+    while let Some(at) = rest.find(ty) {
+        let before = rest[..at].trim_end();
+        let after = rest[at + ty.len()..].trim_start();
+        rest = &rest[at + ty.len()..];
+        let starts = before.ends_with(['<', ',', '(']) || before.ends_with("where");
+        let Some(list) = after.strip_prefix(':').filter(|a| !a.starts_with(':')) else {
+            continue;
+        };
+        if !starts {
+            continue;
+        }
+        // Up to the end of this bound list: a `,`, `>` or `{` outside angle brackets.
+        let mut depth = 0usize;
+        let end = list
+            .char_indices()
+            .find(|&(_, c)| match c {
+                '<' | '(' => {
+                    depth += 1;
+                    false
+                }
+                '>' | ')' if depth > 0 => {
+                    depth -= 1;
+                    false
+                }
+                ',' | '>' | '{' | ')' | ';' | '=' => true,
+                _ => false,
+            })
+            .map_or(list.len(), |(i, _)| i);
+        for bound in list[..end].split('+') {
+            let bound = bound.trim().trim_start_matches('?');
+            let path = bound.split('<').next().unwrap_or(bound).trim();
+            let name = path.rsplit("::").next().unwrap_or(path);
+            if !name.is_empty()
+                && !bound.starts_with('\'')
+                && bound != "Sized"
+                && name.chars().all(|c| c.is_alphanumeric() || c == '_')
+            {
+                out.push(name.to_string());
+            }
+        }
+    }
+    out
 }
 
 /// The class a receiver constructs: `Foo(1)` and `new Foo(a, b)` -> `Foo`.

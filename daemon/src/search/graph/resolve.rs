@@ -180,12 +180,15 @@ impl<'v> Resolver<'v> {
     fn split(&self, name: &str, language: &str) -> Result<Rc<Split>, IndexError> {
         let key = (name.to_string(), family(language).to_string());
         cached(&self.splits, &key, || {
-            let (mut methods, mut functions) = (Vec::new(), Vec::new());
+            let (mut methods, mut functions, mut macros) = (Vec::new(), Vec::new(), Vec::new());
             for def in self.definitions(name)?.iter() {
                 if family(&self.language(&def.path)?) != key.1 {
                     continue;
                 }
-                if self.is_method(def)? {
+                // Rust's macros are reached by `name!(...)` only.
+                if def.kind == "macro" && key.1 == "rust" {
+                    macros.push(def.clone());
+                } else if self.is_method(def)? {
                     methods.push(def.clone());
                 } else {
                     functions.push(def.clone());
@@ -194,6 +197,7 @@ impl<'v> Resolver<'v> {
             Ok(Rc::new(Split {
                 methods: methods.into(),
                 functions: functions.into(),
+                macros: macros.into(),
             }))
         })
     }
@@ -214,11 +218,13 @@ impl<'v> Resolver<'v> {
         let Some(parent) = &me.parent else {
             return Ok(None);
         };
+        // A Rust module holds functions, not methods.
+        let rust = self.language(&def.path)? == "rust";
         let around = symbols
             .iter()
             .filter(|s| &s.qualified == parent && s.start_line <= me.start_line)
             .filter(|s| s.end_line >= me.end_line)
-            .find(|s| CLASS_LIKE.contains(&s.kind.as_str()))
+            .find(|s| CLASS_LIKE.contains(&s.kind.as_str()) && !(rust && s.kind == "module"))
             .cloned();
         // A method declared apart from its type (Go's `func (p *Pool) Drain()`) names it.
         Ok(around.or_else(|| {
@@ -301,6 +307,9 @@ impl<'v> Resolver<'v> {
             _ => r.name.clone(),
         };
         let split = self.split(&name, &language)?;
+        if r.kind == RefKind::Macro {
+            return Ok(macro_named(&split.macros, path, &name));
+        }
         let (methods, functions) = (&split.methods, &split.functions);
         let class = self.enclosing_class(path, r.line)?;
         match r.receiver.as_deref() {
@@ -419,6 +428,21 @@ impl<'v> Resolver<'v> {
         };
         // An alias (`import X as Y`) is bound by its import only: a local `X` is another name.
         let aliased = r.name != name;
+        // A Rust local or parameter of the name (`let test = ...; test(..)`) is a value.
+        if language == "rust"
+            && !aliased
+            && let Some(scope) = self.enclosing(path, r.line)?
+            && self
+                .refs(path)?
+                .bindings
+                .iter()
+                .any(|b| b.name == r.name && scope.start_line <= b.line && b.line <= r.line)
+        {
+            return Ok(Resolution::Unresolved(format!(
+                "`{}` is a local value here",
+                r.name
+            )));
+        }
         let mut local: Vec<&Def> = functions
             .iter()
             .filter(|_| !aliased)
@@ -557,6 +581,17 @@ where
     Ok(made)
 }
 
+/// A Rust macro invocation: the macro of the name, the file's own first.
+fn macro_named(macros: &Defs, path: &str, name: &str) -> Resolution {
+    let own: Vec<&Def> = macros.iter().filter(|d| d.path == path).collect();
+    match (own.as_slice(), macros.len()) {
+        ([one], _) => Resolution::Resolved((*one).clone(), "same file"),
+        (_, 0) => Resolution::Unresolved(format!("no macro `{name}!` defined in the project")),
+        (_, 1) => Resolution::Resolved(macros[0].clone(), "macro"),
+        _ => Resolution::Ambiguous(macros.clone()),
+    }
+}
+
 /// A member reached through a receiver whose class is unknown: ambiguous among the
 /// candidates (even one: an outside base class may define it), unresolved without any.
 fn pick(defs: &Defs, what: &str, name: &str) -> Resolution {
@@ -571,4 +606,6 @@ fn pick(defs: &Defs, what: &str, name: &str) -> Resolution {
 pub(super) struct Split {
     pub(super) methods: Defs,
     pub(super) functions: Defs,
+    /// Rust's macros (elsewhere a macro is called like a function).
+    pub(super) macros: Defs,
 }

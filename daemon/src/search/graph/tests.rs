@@ -357,3 +357,42 @@ fn receivers_typed_by_what_is_written_pick_their_class() {
         "g/g.go:Cache.Drain (declared type)"
     );
 }
+
+const RUST_LIB: &str = "macro_rules! check { ($e:expr) => { $e }; }\nfn check(x: u8) -> u8 { x }\nmod inner {\n    pub fn helper() -> u8 { 1 }\n    pub fn run() -> u8 { helper() }\n}\npub trait Visitor {\n    fn visit_unit(self) -> u8;\n}\nstruct Other;\nimpl Other {\n    fn visit_unit(self) -> u8 { 0 }\n}\nfn drive<V>(visitor: V) -> u8\nwhere\n    V: Visitor,\n{\n    check!(1);\n    let check = |x: u8| x;\n    check(2);\n    visitor.visit_unit()\n}\n";
+
+#[test]
+fn rust_macros_modules_bounds_and_locals() {
+    let view = fixture(&[("src/lib.rs", RUST_LIB)]);
+    // A function in a module is a function, called bare from beside it.
+    assert_eq!(
+        resolve(&view, "src/lib.rs", 5, "helper"),
+        "src/lib.rs:inner::helper (same file)"
+    );
+    // `check!` is the macro, never the function of the same name.
+    let walk = Walk::new(&view);
+    let refs = view.refs_of("src/lib.rs").unwrap();
+    let invocation = refs.refs.iter().find(|r| r.line == 18).unwrap();
+    match walk.resolver.resolve("src/lib.rs", invocation).unwrap() {
+        Resolution::Resolved(def, _) => assert_eq!((def.kind.as_str(), def.lines.0), ("macro", 1)),
+        other => panic!("check! resolved to {other:?}"),
+    }
+    // A local of the name shadows the function.
+    assert_eq!(
+        resolve(&view, "src/lib.rs", 20, "check"),
+        "unresolved: `check` is a local value here"
+    );
+    // A receiver typed by a generic parameter reaches its bound's method.
+    assert_eq!(
+        resolve(&view, "src/lib.rs", 21, "visit_unit"),
+        "src/lib.rs:Visitor::visit_unit (declared type)"
+    );
+}
+
+#[test]
+fn bounds_are_read_from_signatures() {
+    use super::receivers::bounds_in;
+    let sig = "fn f<'a, V: de::Visitor<'a> + ?Sized, W>(v: V, w: W) -> X where W: Sink + Clone,";
+    assert_eq!(bounds_in(sig, "V"), ["Visitor"]);
+    assert_eq!(bounds_in(sig, "W"), ["Sink", "Clone"]);
+    assert!(bounds_in(sig, "X").is_empty());
+}

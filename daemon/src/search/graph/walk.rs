@@ -202,7 +202,7 @@ impl<'v> Walk<'v> {
     pub fn callees_of(&mut self, def: &Def, depth: u32) -> Result<Vec<Link>, Error> {
         let refs = self.resolver.refs(&def.path)?;
         let mut found = Vec::new();
-        for r in refs.refs.iter().filter(|r| r.kind == RefKind::Call) {
+        for r in refs.refs.iter().filter(|r| r.kind != RefKind::Inherit) {
             if r.line < def.lines.0 || r.line > def.lines.1 {
                 continue;
             }

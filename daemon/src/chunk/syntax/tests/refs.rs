@@ -8,15 +8,18 @@ fn refs(language: &str, text: &str) -> FileRefs {
     chunk_file(language, text).refs
 }
 
-/// `name@line` or `receiver.name@line` for each call.
+/// `name@line` or `receiver.name@line` for each call, `name!@line` for a macro's.
 fn calls(found: &FileRefs) -> Vec<String> {
     found
         .refs
         .iter()
-        .filter(|r| r.kind == RefKind::Call)
-        .map(|r| match &r.receiver {
-            Some(receiver) => format!("{receiver}.{}@{}", r.name, r.line),
-            None => format!("{}@{}", r.name, r.line),
+        .filter(|r| r.kind != RefKind::Inherit)
+        .map(|r| {
+            let bang = if r.kind == RefKind::Macro { "!" } else { "" };
+            match &r.receiver {
+                Some(receiver) => format!("{receiver}.{}{bang}@{}", r.name, r.line),
+                None => format!("{}{bang}@{}", r.name, r.line),
+            }
         })
         .collect()
 }
@@ -116,7 +119,7 @@ fn rust_calls_use_trees_and_traits() {
     // A macro's arguments are tokens to tree-sitter: `w.len()` inside `write!` is not seen.
     assert_eq!(
         calls(&found),
-        ["W.open@7", "helper@7", "self.flush@8", "write@9"]
+        ["W.open@7", "helper@7", "self.flush@8", "write!@9"]
     );
     assert_eq!(bases(&found), ["Display"]);
 }
