@@ -7,7 +7,8 @@
 /// redacted text): indexes made by another version read and chunk every file again on their
 /// next full pass (vectors of unchanged chunk texts are reused from the embedding cache).
 /// 7: the secret rule set. 8: references and imports for the code graph. 9: declared types.
-/// 10: Rust macro invocations apart from calls, Rust locals without a written type.
+/// 10: Rust macro invocations apart from calls (and the calls in their arguments), Rust
+/// locals without a written type.
 pub const CHUNKER_VERSION: u64 = 10;
 
 pub mod syntax;

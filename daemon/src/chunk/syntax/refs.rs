@@ -118,6 +118,10 @@ pub fn extract(language: &str, root: Node<'_>, src: &str) -> FileRefs {
                 };
                 out.refs.push(reference(name, node, kind, receiver));
             }
+        } else if kind == "token_tree" && language == "rust" {
+            if !in_template(node, src) {
+                macro_calls(node, src, &mut out.refs);
+            }
         } else {
             imports(language, node, src, &mut out.imports);
             inherits(language, node, src, &mut out.refs);
@@ -129,6 +133,52 @@ pub fn extract(language: &str, root: Node<'_>, src: &str) -> FileRefs {
         stack[start..].reverse();
     }
     out
+}
+
+/// Calls written in a Rust macro's arguments (`tri!(self.f(x))`, `assert_eq!(g(1), 2)`):
+/// tree-sitter keeps them as tokens, so an identifier followed by a parenthesised group is
+/// a call, its receiver what stands before a `.` or `::` (an identifier, or the text of
+/// another token: a receiver of unknown type).
+fn macro_calls(node: Node<'_>, src: &str, out: &mut Vec<Reference>) {
+    let mut cursor = node.walk();
+    let tokens: Vec<Node<'_>> = node.children(&mut cursor).collect();
+    for (i, token) in tokens.iter().enumerate() {
+        let called = tokens.get(i + 1).is_some_and(|next| {
+            next.kind() == "token_tree" && node_text(*next, src).starts_with('(')
+        });
+        if token.kind() != "identifier" || !called {
+            continue;
+        }
+        let separator = i.checked_sub(1).map(|j| tokens[j]);
+        let receiver = match separator {
+            Some(sep) if matches!(sep.kind(), "." | "::") => {
+                i.checked_sub(2).map(|j| node_text(tokens[j], src))
+            }
+            _ => None,
+        };
+        out.push(reference(
+            node_text(*token, src),
+            *token,
+            RefKind::Call,
+            receiver,
+        ));
+    }
+}
+
+/// Whether a token tree is in a code template (`quote! { .. }`): code it writes, not calls.
+fn in_template(node: Node<'_>, src: &str) -> bool {
+    let mut up = node.parent();
+    while let Some(n) = up {
+        if n.kind() == "macro_invocation" {
+            let name = n
+                .child_by_field_name("macro")
+                .map_or("", |m| node_text(m, src));
+            let name = name.rsplit("::").next().unwrap_or(name);
+            return name.starts_with("quote") || name == "parse_quote";
+        }
+        up = n.parent();
+    }
+    false
 }
 
 fn reference(name: &str, node: Node<'_>, kind: RefKind, receiver: Option<&str>) -> Reference {

@@ -116,10 +116,16 @@ fn rust_calls_use_trees_and_traits() {
             "std|fmt|fmt"
         ]
     );
-    // A macro's arguments are tokens to tree-sitter: `w.len()` inside `write!` is not seen.
+    // A macro's arguments are tokens to tree-sitter: calls are read from them (`w.len()`).
     assert_eq!(
         calls(&found),
-        ["W.open@7", "helper@7", "self.flush@8", "write!@9"]
+        [
+            "W.open@7",
+            "helper@7",
+            "self.flush@8",
+            "write!@9",
+            "w.len@9"
+        ]
     );
     assert_eq!(bases(&found), ["Display"]);
 }
@@ -138,4 +144,23 @@ fn go_and_java_calls() {
     );
     assert_eq!(calls(&java), ["helper@2", "this.g@2", "new D().h@2", "D@2"]);
     assert_eq!(bases(&java), ["B", "C"]);
+}
+
+#[test]
+fn rust_calls_inside_macro_arguments_but_not_templates() {
+    let found = refs(
+        "rust",
+        "fn f(s: S) {\n    let x = tri!(s.open(path::join(a)));\n    assert_eq!(g(1), 2);\n    let t = quote! { Visitor::new(#x) };\n}\n",
+    );
+    assert_eq!(
+        calls(&found),
+        [
+            "tri!@2",
+            "s.open@2",
+            "path.join@2",
+            "assert_eq!@3",
+            "g@3",
+            "quote!@4"
+        ]
+    );
 }
