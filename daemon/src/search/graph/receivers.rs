@@ -184,10 +184,36 @@ impl Resolver<'_> {
                     members.push(def.clone());
                 }
             }
+            // Several types of the name, named bare: the one the file defines.
+            if members.len() > 1 && named == last {
+                let mut own = Vec::new();
+                for def in &members {
+                    let symbols = self.symbols(path)?;
+                    if let Some(owner) = self.owner(def)?
+                        && def.path == path
+                        && symbols.iter().any(|s| s.qualified == owner.qualified)
+                    {
+                        own.push(def.clone());
+                    }
+                }
+                if own.len() == 1 {
+                    return Ok(Resolution::Resolved(own.remove(0), "named type, same file"));
+                }
+            }
             match members.len() {
                 1 => return Ok(Resolution::Resolved(members.remove(0), "named type")),
                 0 => {}
                 _ => return Ok(Resolution::Ambiguous(members.into())),
+            }
+        }
+        // Rust's `module::f(..)`: the function of the module the path ends with.
+        if language == "rust" && last.chars().next().is_some_and(char::is_lowercase) {
+            let in_module: Vec<&Def> = functions
+                .iter()
+                .filter(|d| rust_module(d) == Some(last))
+                .collect();
+            if let [one] = in_module.as_slice() {
+                return Ok(Resolution::Resolved((*one).clone(), "module path"));
             }
         }
         // A value whose type is not written down: any method of the name (never resolved,
@@ -262,6 +288,21 @@ pub(super) fn bounds_in(signature: &str, ty: &str) -> Vec<String> {
         }
     }
     out
+}
+
+/// The Rust module a function is in: its inline `mod` (`content::f`), else its file's
+/// (`size_hint.rs`, `size_hint/mod.rs`; none for a crate root).
+fn rust_module(def: &Def) -> Option<&str> {
+    if let Some((outer, _)) = def.qualified.rsplit_once("::") {
+        return Some(outer.rsplit("::").next().unwrap_or(outer));
+    }
+    let (dirs, file) = def.path.rsplit_once('/').unwrap_or(("", &def.path));
+    let stem = file.strip_suffix(".rs")?;
+    match stem {
+        "mod" => dirs.rsplit('/').next(),
+        "lib" | "main" => None,
+        _ => Some(stem),
+    }
 }
 
 /// The class a receiver constructs: `Foo(1)` and `new Foo(a, b)` -> `Foo`.

@@ -396,3 +396,29 @@ fn bounds_are_read_from_signatures() {
     assert_eq!(bounds_in(sig, "W"), ["Sink", "Clone"]);
     assert!(bounds_in(sig, "X").is_empty());
 }
+
+#[test]
+fn rust_module_paths_and_types_of_the_same_file() {
+    let view = fixture(&[
+        ("src/size_hint.rs", "pub fn from_bounds() -> u8 { 1 }\n"),
+        ("src/other.rs", "pub fn from_bounds() -> u8 { 2 }\n"),
+        (
+            "src/value.rs",
+            "pub struct Seq;\nimpl Seq {\n    pub fn new() -> Seq { Seq }\n}\n",
+        ),
+        (
+            "src/de.rs",
+            "struct Seq;\nimpl Seq {\n    fn new() -> Seq { Seq }\n}\nfn run() {\n    size_hint::from_bounds();\n    Seq::new();\n    value::Seq::new();\n}\n",
+        ),
+    ]);
+    assert_eq!(
+        resolve(&view, "src/de.rs", 6, "from_bounds"),
+        "src/size_hint.rs:from_bounds (module path)"
+    );
+    assert_eq!(
+        resolve(&view, "src/de.rs", 7, "new"),
+        "src/de.rs:Seq::new (named type, same file)"
+    );
+    // A type named by a path is not taken to be the file's own.
+    assert!(resolve(&view, "src/de.rs", 8, "new").starts_with("ambiguous"));
+}
