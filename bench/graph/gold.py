@@ -121,9 +121,18 @@ def main(dump, checkout):
         if o["symbol"].endswith("#<constructor>()."):
             o["symbol"] = o["symbol"][: -len("<constructor>().")]
     definitions = {}
+    defined_in = {}
     for o in occurrences:
-        if o["def"] and callable_symbol(o["symbol"]) and o["symbol"] not in definitions:
-            definitions[o["symbol"]] = (o["path"], o["line"] + 1)
+        if o["def"] and callable_symbol(o["symbol"]):
+            defined_in.setdefault(o["symbol"], set()).add(o["path"])
+            if o["symbol"] not in definitions:
+                definitions[o["symbol"]] = (o["path"], o["line"] + 1)
+    # rust-analyzer names the items of a package's test crates alike (`tests/a.rs` and
+    # `tests/b.rs` each defining `enum Enum` share one symbol): such a symbol means no one
+    # definition, and is left out.
+    for symbol, paths in defined_in.items():
+        if len(paths) > 1 and all(p.endswith(".rs") for p in paths):
+            del definitions[symbol]
     scripts = script_defs(checkout, {o["path"] for o in occurrences if o["path"].endswith(SCRIPT_SUFFIXES)})
     # Rust: rust-analyzer gives each definition's extent.
     for o in occurrences:

@@ -151,9 +151,9 @@ fn macro_calls(node: Node<'_>, src: &str, out: &mut Vec<Reference>) {
         }
         let separator = i.checked_sub(1).map(|j| tokens[j]);
         let receiver = match separator {
-            Some(sep) if matches!(sep.kind(), "." | "::") => {
-                i.checked_sub(2).map(|j| node_text(tokens[j], src))
-            }
+            Some(sep) if matches!(sep.kind(), "." | "::") => i
+                .checked_sub(2)
+                .map(|j| node_text(tokens[before_type_arguments(&tokens, j)], src)),
             _ => None,
         };
         out.push(reference(
@@ -163,6 +163,33 @@ fn macro_calls(node: Node<'_>, src: &str, out: &mut Vec<Reference>) {
             receiver,
         ));
     }
+}
+
+/// The token naming a type whose arguments end at `at` (`Foo::<T>::new`: `Foo`), else `at`.
+fn before_type_arguments(tokens: &[Node<'_>], at: usize) -> usize {
+    if tokens[at].kind() != ">" {
+        return at;
+    }
+    let mut depth = 0usize;
+    for j in (0..=at).rev() {
+        match tokens[j].kind() {
+            ">" => depth += 1,
+            "<" => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    // `Foo::<T>` or `Foo<T>`.
+                    let name = if j >= 2 && tokens[j - 1].kind() == "::" {
+                        j - 2
+                    } else {
+                        j.saturating_sub(1)
+                    };
+                    return name;
+                }
+            }
+            _ => {}
+        }
+    }
+    at
 }
 
 /// Whether a token tree is in a code template (`quote! { .. }`): code it writes, not calls.

@@ -161,7 +161,9 @@ impl Resolver<'_> {
             return Ok(self.in_module(path, language, &module, &all, "module"));
         }
         // A class named by the receiver (`Foo.bar`, `Foo::new`, an alias of one), or one
-        // constructed there (`Foo().bar`, `new Foo().bar`).
+        // constructed there (`Foo().bar`, `new Foo().bar`); type arguments dropped
+        // (`Foo::<T>::new`).
+        let receiver = &without_type_arguments(receiver);
         let constructed = constructor(receiver);
         let named = constructed.unwrap_or(receiver);
         let last = named.rsplit(['.', ':']).next().unwrap_or(named).trim();
@@ -288,6 +290,21 @@ pub(super) fn bounds_in(signature: &str, ty: &str) -> Vec<String> {
         }
     }
     out
+}
+
+/// `receiver` without its type arguments: `Foo::<T>` and `Foo<T>` -> `Foo`.
+fn without_type_arguments(receiver: &str) -> String {
+    let mut out = String::with_capacity(receiver.len());
+    let mut depth = 0usize;
+    for c in receiver.chars() {
+        match c {
+            '<' => depth += 1,
+            '>' if depth > 0 => depth -= 1,
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    out.trim_end_matches(':').to_string()
 }
 
 /// The Rust module a function is in: its inline `mod` (`content::f`), else its file's

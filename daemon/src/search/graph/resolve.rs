@@ -310,7 +310,14 @@ impl<'v> Resolver<'v> {
         if r.kind == RefKind::Macro {
             return Ok(macro_named(&split.macros, path, &name));
         }
-        let (methods, functions) = (&split.methods, &split.functions);
+        let (methods, functions) = if language == "rust" {
+            (
+                &rust_visible(&split.methods, path),
+                &rust_visible(&split.functions, path),
+            )
+        } else {
+            (&split.methods, &split.functions)
+        };
         let class = self.enclosing_class(path, r.line)?;
         match r.receiver.as_deref() {
             Some(receiver) if SELF.contains(&receiver) => {
@@ -579,6 +586,29 @@ where
     let made = make()?;
     cache.borrow_mut().insert(key.to_owned(), made.clone());
     Ok(made)
+}
+
+/// The Rust test, example or bench directory (each file there its own crate) holding `path`.
+fn rust_own_crate(path: &str) -> Option<&str> {
+    let mut at = 0;
+    for segment in path.split('/') {
+        at += segment.len() + 1;
+        if matches!(segment, "tests" | "examples" | "benches") && at < path.len() {
+            return Some(&path[..at]);
+        }
+    }
+    None
+}
+
+/// Of `defs`, those Rust code in `from` can name: a test's, an example's or a bench's
+/// definitions only from beside it (they are crates of their own, nobody's dependency).
+fn rust_visible(defs: &Defs, from: &str) -> Defs {
+    let hidden = |d: &Def| rust_own_crate(&d.path).is_some_and(|own| !from.starts_with(own));
+    if defs.iter().any(hidden) {
+        defs.iter().filter(|d| !hidden(d)).cloned().collect()
+    } else {
+        defs.clone()
+    }
 }
 
 /// A Rust macro invocation: the macro of the name, the file's own first.

@@ -408,7 +408,13 @@ fn rust_module_paths_and_types_of_the_same_file() {
         ),
         (
             "src/de.rs",
-            "struct Seq;\nimpl Seq {\n    fn new() -> Seq { Seq }\n}\nfn run() {\n    size_hint::from_bounds();\n    Seq::new();\n    value::Seq::new();\n}\n",
+            "struct Seq;\nimpl Seq {\n    fn new() -> Seq { Seq }\n}\nfn run() {\n    size_hint::from_bounds();\n    Seq::new();\n    value::Seq::new();\n    helper();\n    tri!(Seq::<u8>::new());\n}\n",
+        ),
+        ("src/util.rs", "pub fn helper() -> u8 { 1 }\n"),
+        // A test file is a crate of its own: its definitions are its own.
+        (
+            "tests/t.rs",
+            "fn helper() -> u8 { 2 }\nfn check() { helper(); }\n",
         ),
     ]);
     assert_eq!(
@@ -421,4 +427,17 @@ fn rust_module_paths_and_types_of_the_same_file() {
     );
     // A type named by a path is not taken to be the file's own.
     assert!(resolve(&view, "src/de.rs", 8, "new").starts_with("ambiguous"));
+    assert_eq!(
+        resolve(&view, "src/de.rs", 9, "helper"),
+        "src/util.rs:helper (unique name)"
+    );
+    assert_eq!(
+        resolve(&view, "tests/t.rs", 2, "helper"),
+        "tests/t.rs:helper (same file)"
+    );
+    // Type arguments (here inside a macro's tokens) do not hide the type.
+    assert_eq!(
+        resolve(&view, "src/de.rs", 10, "new"),
+        "src/de.rs:Seq::new (named type, same file)"
+    );
 }
