@@ -204,7 +204,8 @@ pub fn bindings(language: &str, node: Node<'_>, src: &str, out: &mut Vec<Binding
         // Java/C# `Foo x = ...;`, `void f(Foo x)`.
         "local_variable_declaration" | "field_declaration" | "formal_parameter" => {
             let ty = field("type").and_then(|t| type_name(language, t, src));
-            if node.kind() == "formal_parameter" {
+            // Rust's `attrs: attr::Field` in a struct: read through `x.attrs` (`field_type`).
+            if node.kind() == "formal_parameter" || language == "rust" {
                 push(field("name").and_then(|n| receiver_name(n, src)), ty);
                 return;
             }

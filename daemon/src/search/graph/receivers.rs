@@ -72,8 +72,44 @@ impl Resolver<'_> {
                 None if b.type_name.is_empty() => Ok(None),
                 None => Ok(Some(b.type_name.clone())),
             },
+            // `x.field`: the field's declared type in the struct `x` is (`self`: the one
+            // the `impl` around is for).
+            None if depth < 3 && self.language(path)? == "rust" => {
+                let Some((head, field)) = receiver.rsplit_once('.') else {
+                    return Ok(None);
+                };
+                let owner = if head == "self" {
+                    self.enclosing_class(path, line)?.map(|c| c.name)
+                } else {
+                    self.declared_type_at(path, line, head, depth + 1)?
+                };
+                match owner {
+                    Some(owner) => self.field_type(&owner, field),
+                    None => Ok(None),
+                }
+            }
             None => Ok(None),
         }
+    }
+
+    /// The type the field `field` of the struct(s) named `owner` is declared with, when
+    /// they agree.
+    fn field_type(&self, owner: &str, field: &str) -> Result<Option<String>, IndexError> {
+        let mut found: Option<String> = None;
+        for def in self.definitions(owner)?.iter() {
+            if !matches!(def.kind.as_str(), "struct" | "class") || def.name != owner {
+                continue;
+            }
+            for b in self.refs(&def.path)?.bindings.iter() {
+                if b.name == field && def.lines.0 <= b.line && b.line <= def.lines.1 {
+                    if found.as_ref().is_some_and(|f| f != &b.type_name) {
+                        return Ok(None);
+                    }
+                    found = Some(b.type_name.clone());
+                }
+            }
+        }
+        Ok(found.filter(|t| !t.is_empty() && !t.starts_with('=')))
     }
 
     /// `receiver.name` where the receiver was declared with a type: that type's member,

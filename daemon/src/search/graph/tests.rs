@@ -441,3 +441,17 @@ fn rust_module_paths_and_types_of_the_same_file() {
         "src/de.rs:Seq::new (named type, same file)"
     );
 }
+
+#[test]
+fn rust_fields_type_their_receivers() {
+    let view = fixture(&[(
+        "src/ast.rs",
+        "struct Attrs;\nimpl Attrs {\n    fn skip(&self) -> bool { true }\n}\nstruct Other;\nimpl Other {\n    fn skip(&self) -> bool { false }\n}\nstruct Field {\n    attrs: Attrs,\n}\nimpl Field {\n    fn check(&self) -> bool { self.attrs.skip() }\n}\nfn run(field: &Field) -> bool {\n    field.attrs.skip()\n}\n",
+    )]);
+    for line in [13, 16] {
+        assert_eq!(
+            resolve(&view, "src/ast.rs", line, "skip"),
+            "src/ast.rs:Attrs::skip (declared type)"
+        );
+    }
+}
