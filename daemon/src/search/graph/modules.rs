@@ -123,10 +123,12 @@ pub fn imports_from(language: &str, importer: &str, module: &str, def_path: &str
             let module = rust_module(def_path);
             // `use crate::a::b::Item`: the item's module is `a::b`; a path may also end in
             // a type (`crate::a::Type`) whose methods live in `a`.
+            // Both are paths from the crate root: equal, not merely ending alike
+            // (`serde::de::value` is not `private::de`).
             Some(
                 wanted.is_empty()
-                    || module.ends_with(&wanted)
-                    || (wanted.len() > 1 && module.ends_with(&wanted[..wanted.len() - 1])),
+                    || module == wanted
+                    || (wanted.len() > 1 && module[..] == wanted[..wanted.len() - 1]),
             )
         }
         "go" => {

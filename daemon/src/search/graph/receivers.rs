@@ -92,6 +92,35 @@ impl Resolver<'_> {
         }
     }
 
+    /// Of the members of several types named `ty`, those of the one `path` sees: its own,
+    /// else the one it imports (`use crate::de::Parameters`), else all of them.
+    fn types_in_scope(
+        &self,
+        path: &str,
+        ty: &str,
+        members: Vec<Def>,
+    ) -> Result<Vec<Def>, IndexError> {
+        let mut own = Vec::new();
+        for def in &members {
+            if def.path == path && self.owner(def)?.is_some_and(|o| o.name == ty) {
+                own.push(def.clone());
+            }
+        }
+        if !own.is_empty() {
+            return Ok(own);
+        }
+        if let Some(import) = self.import_of(path, ty)? {
+            let all: Vec<&Def> = members.iter().collect();
+            let language = self.language(path)?;
+            if let Resolution::Resolved(def, _) =
+                self.in_module(path, &language, &import.module, &all, "import")
+            {
+                return Ok(vec![def]);
+            }
+        }
+        Ok(members)
+    }
+
     /// The type the field `field` of the struct(s) named `owner` is declared with, when
     /// they agree.
     fn field_type(&self, owner: &str, field: &str) -> Result<Option<String>, IndexError> {
@@ -136,6 +165,9 @@ impl Resolver<'_> {
                 }
                 owners.push((def.clone(), owner.name));
             }
+        }
+        if own.len() > 1 && self.language(path)? == "rust" {
+            own = self.types_in_scope(path, &ty, own)?;
         }
         match own.len() {
             1 => return Ok(Some(Resolution::Resolved(own.remove(0), "declared type"))),
@@ -222,20 +254,11 @@ impl Resolver<'_> {
                     members.push(def.clone());
                 }
             }
-            // Several types of the name, named bare: the one the file defines.
-            if members.len() > 1 && named == last {
-                let mut own = Vec::new();
-                for def in &members {
-                    let symbols = self.symbols(path)?;
-                    if let Some(owner) = self.owner(def)?
-                        && def.path == path
-                        && symbols.iter().any(|s| s.qualified == owner.qualified)
-                    {
-                        own.push(def.clone());
-                    }
-                }
-                if own.len() == 1 {
-                    return Ok(Resolution::Resolved(own.remove(0), "named type, same file"));
+            // Several types of the name, named bare: the one the file defines or imports.
+            if members.len() > 1 && named == last && language == "rust" {
+                let mut seen = self.types_in_scope(path, &class_name, members.clone())?;
+                if seen.len() == 1 {
+                    return Ok(Resolution::Resolved(seen.remove(0), "named type, in scope"));
                 }
             }
             match members.len() {

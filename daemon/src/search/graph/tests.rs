@@ -423,7 +423,7 @@ fn rust_module_paths_and_types_of_the_same_file() {
     );
     assert_eq!(
         resolve(&view, "src/de.rs", 7, "new"),
-        "src/de.rs:Seq::new (named type, same file)"
+        "src/de.rs:Seq::new (named type, in scope)"
     );
     // A type named by a path is not taken to be the file's own.
     assert!(resolve(&view, "src/de.rs", 8, "new").starts_with("ambiguous"));
@@ -438,7 +438,7 @@ fn rust_module_paths_and_types_of_the_same_file() {
     // Type arguments (here inside a macro's tokens) do not hide the type.
     assert_eq!(
         resolve(&view, "src/de.rs", 10, "new"),
-        "src/de.rs:Seq::new (named type, same file)"
+        "src/de.rs:Seq::new (named type, in scope)"
     );
 }
 
@@ -454,4 +454,21 @@ fn rust_fields_type_their_receivers() {
             "src/ast.rs:Attrs::skip (declared type)"
         );
     }
+}
+
+#[test]
+fn rust_a_type_of_several_is_the_one_imported() {
+    let params = "pub struct Params;\nimpl Params {\n    pub fn name(&self) -> u8 { 1 }\n}\n";
+    let view = fixture(&[
+        ("src/de.rs", params),
+        ("src/ser.rs", params),
+        (
+            "src/de/enum_x.rs",
+            "use crate::de::Params;\nfn f(params: &Params) -> u8 {\n    params.name()\n}\n",
+        ),
+    ]);
+    assert_eq!(
+        resolve(&view, "src/de/enum_x.rs", 3, "name"),
+        "src/de.rs:Params::name (declared type)"
+    );
 }
