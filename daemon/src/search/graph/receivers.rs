@@ -43,6 +43,8 @@ impl Resolver<'_> {
             None => true,
         };
         let mut best: Option<&crate::chunk::syntax::refs::Binding> = None;
+        // A field given values of several types in its class has none known.
+        let mut field_types: Vec<&str> = Vec::new();
         for b in refs.bindings.iter() {
             let class_body = bare_field.is_some_and(|f| f == b.name)
                 && self
@@ -57,6 +59,9 @@ impl Resolver<'_> {
             } else {
                 b.line <= line && (within(b.line) || self.enclosing(path, b.line)?.is_none())
             };
+            if usable && field && !field_types.contains(&b.type_name.as_str()) {
+                field_types.push(&b.type_name);
+            }
             if usable
                 && best.is_none_or(|x| {
                     (x.line > line, x.line.abs_diff(line)) > (b.line > line, b.line.abs_diff(line))
@@ -64,6 +69,9 @@ impl Resolver<'_> {
             {
                 best = Some(b);
             }
+        }
+        if field_types.len() > 1 {
+            return Ok(None);
         }
         match best {
             Some(b) => match b.type_name.strip_prefix('=') {

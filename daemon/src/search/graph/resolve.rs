@@ -443,7 +443,8 @@ impl<'v> Resolver<'v> {
                 .refs(path)?
                 .bindings
                 .iter()
-                .any(|b| b.name == r.name && scope.start_line <= b.line && b.line <= r.line)
+                // A `let` is not in scope in its own initializer (`let test = |v| test(v)`).
+                .any(|b| b.name == r.name && scope.start_line <= b.line && b.line < r.line)
         {
             return Ok(Resolution::Unresolved(format!(
                 "`{}` is a local value here",

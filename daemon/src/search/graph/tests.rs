@@ -472,3 +472,16 @@ fn rust_a_type_of_several_is_the_one_imported() {
         "src/de.rs:Params::name (declared type)"
     );
 }
+
+#[test]
+fn a_field_given_values_of_several_types_is_not_typed() {
+    let view = fixture(&[(
+        "log.py",
+        "class Base:\n    def log(self):\n        pass\n\nclass Wrapper(Base):\n    def log(self):\n        pass\n\nclass Handler:\n    def __init__(self, custom):\n        self.logger: Base = custom\n        self.logger = Wrapper()\n\n    def run(self):\n        self.logger.log()\n",
+    )]);
+    // Either may be called: saying `Wrapper.log` would hide the call from `Base.log`.
+    assert_eq!(
+        resolve(&view, "log.py", 15, "log"),
+        "ambiguous: log.py:Base.log, log.py:Wrapper.log"
+    );
+}
