@@ -152,6 +152,30 @@ fn callers_callees_trace_and_impact_resolve_by_scope() {
         links(&answer),
         ["pkg/app.py:21 export -> pkg/util.py:5 save [resolved]"]
     );
+    // `search` with `context: graph`: a definition found comes with its neighbourhood.
+    let reply = shim.call_tool("search", json!({"query": "read_one", "context": "graph"}));
+    let results = reply["result"]["structuredContent"]["results"].clone();
+    let hit = results
+        .as_array()
+        .and_then(|r| r.iter().find(|h| h["symbol"] == "Reader.read_one"))
+        .unwrap_or_else(|| panic!("no Reader.read_one in {reply}"));
+    assert_eq!(
+        hit["graph"],
+        json!({
+            "callers": ["pkg/app.py:9 Reader.read_all"],
+            "callers_total": 1,
+            "callees": ["pkg/util.py:1 load"],
+            "callees_total": 1
+        }),
+        "{reply}"
+    );
+    let text = reply["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("(called by pkg/app.py:9 Reader.read_all; calls pkg/util.py:1 load)"),
+        "{text}"
+    );
+    let bad = shim.call_tool("search", json!({"query": "read_one", "context": "callers"}));
+    assert_eq!(bad["result"]["isError"], json!(true), "{bad}");
     // A receiver of unknown type: both closes are possible, neither is claimed.
     let answer = graph(&mut shim, "callers", json!({"symbol": "Writer.close"}));
     assert_eq!(

@@ -157,7 +157,74 @@ fn graph_result(
     structured_result(text, out)
 }
 
+/// Search results given their graph neighbourhood (`context: graph`), the first ones only.
+const CONTEXT_HITS: usize = 5;
+/// Callers and callees named per result.
+const CONTEXT_LINKS: usize = 3;
+
 impl AmanServer {
+    /// For `search` with `context: graph`: each of the first results that is a definition of
+    /// this project, its callers and callees (a few of each, with totals), keyed by the
+    /// result's place. A definition the graph cannot single out is left without.
+    pub(super) async fn neighbourhoods(
+        &self,
+        hits: &[pb::SearchHit],
+    ) -> Result<Vec<(String, u32, Value)>, ToolError> {
+        let root = self.root().await;
+        let mut out = Vec::new();
+        for hit in hits
+            .iter()
+            .filter(|h| h.project.is_none())
+            .take(CONTEXT_HITS)
+        {
+            let Some(symbol) = &hit.symbol else { continue };
+            let mut found = json!({});
+            for kind in ["callers", "callees"] {
+                let request = pb::GraphRequest {
+                    root: root.clone(),
+                    kind: kind.into(),
+                    symbols: vec![symbol.clone()],
+                    path: Some(hit.path.clone()),
+                    depth: 1,
+                    ..Default::default()
+                };
+                let reply = self
+                    .link
+                    .call(|mut client| {
+                        let request = request.clone();
+                        async move { client.graph(request).await.map(|r| r.into_inner()) }
+                    })
+                    .await;
+                // A name the graph cannot single out (several definitions) has no context.
+                let Ok(reply) = reply else { continue };
+                if !reply.choices.is_empty() {
+                    continue;
+                }
+                let named: Vec<String> = reply
+                    .links
+                    .iter()
+                    .map(|l| {
+                        let other = if kind == "callers" {
+                            l.from.as_ref().map(place)
+                        } else {
+                            l.to.as_ref().map(place)
+                        };
+                        other.unwrap_or_else(|| format!("{}:{} {}?", l.path, l.line, l.name))
+                    })
+                    .collect();
+                found[format!("{kind}_total")] = json!(named.len());
+                found[kind] = json!(named.into_iter().take(CONTEXT_LINKS).collect::<Vec<_>>());
+                if kind == "callers" && reply.unexplained > 0 {
+                    found["unexplained"] = json!(reply.unexplained);
+                }
+            }
+            if found.as_object().is_some_and(|o| !o.is_empty()) {
+                out.push((hit.path.clone(), hit.start_line, found));
+            }
+        }
+        Ok(out)
+    }
+
     /// `callers`, `callees`, `impact` or `trace`.
     pub(super) async fn graph(
         &self,

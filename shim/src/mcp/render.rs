@@ -17,6 +17,7 @@ pub fn search_result(
     mut reply: pb::SearchReply,
     shape: Shape,
     offset: u64,
+    context: &[(String, u32, Value)],
 ) -> CallToolResult {
     let index = reply.index.clone().unwrap_or_default();
     // Long chunks are shown by their first line and the lines that match the query.
@@ -58,6 +59,9 @@ pub fn search_result(
             if let Some(project) = &hit.project {
                 item["project"] = json!(project);
             }
+            if let Some(graph) = context_of(context, hit) {
+                item["graph"] = graph.clone();
+            }
             item
         })
         .collect();
@@ -80,7 +84,7 @@ pub fn search_result(
     if let Some(notice) = &notice {
         structured["notice"] = json!(notice);
     }
-    let mut text = render_search(label, &reply, notice.as_deref(), shape.compact);
+    let mut text = render_search(label, &reply, notice.as_deref(), shape.compact, context);
     if fitted.cut || fitted.omitted > 0 {
         if fitted.cut
             && let Some(last) = structured["results"]
@@ -101,6 +105,44 @@ pub fn search_result(
         text.push('\n');
     }
     structured_result(text, structured)
+}
+
+/// The graph context (`context: graph`) given for `hit`, if any.
+fn context_of<'c>(context: &'c [(String, u32, Value)], hit: &pb::SearchHit) -> Option<&'c Value> {
+    context
+        .iter()
+        .find(|(path, line, _)| *path == hit.path && *line == hit.start_line)
+        .map(|(_, _, graph)| graph)
+}
+
+/// ` (called by A, B +3; calls C)`: a result's graph context, after its header.
+fn neighbourhood_line(graph: &Value) -> String {
+    let part = |kind: &str, label: &str| {
+        let names: Vec<&str> = graph[kind]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let total = graph[format!("{kind}_total")].as_u64().unwrap_or(0) as usize;
+        if total == 0 {
+            return format!("{label} none");
+        }
+        let more = total.saturating_sub(names.len());
+        let more = if more > 0 {
+            format!(" +{more}")
+        } else {
+            String::new()
+        };
+        format!("{label} {}{more}", names.join(", "))
+    };
+    let unexplained = match graph["unexplained"].as_u64() {
+        Some(n) if n > 0 => format!(", {n} unresolved call(s) of the name"),
+        _ => String::new(),
+    };
+    format!(
+        " ({}; {}{unexplained})",
+        part("callers", "called by"),
+        part("callees", "calls")
+    )
 }
 
 /// A successful result: `text` for the model, `structured` for the client.
@@ -209,6 +251,7 @@ fn render_search(
     reply: &pb::SearchReply,
     notice: Option<&str>,
     compact: bool,
+    context: &[(String, u32, Value)],
 ) -> String {
     let mut out = String::new();
     if let Some(notice) = notice {
@@ -238,6 +281,9 @@ fn render_search(
         }
         if !hit.defines.is_empty() {
             out.push_str(&format!(", also {}", hit.defines.join(", ")));
+        }
+        if let Some(graph) = context_of(context, hit) {
+            out.push_str(&neighbourhood_line(graph));
         }
         if compact {
             out.push_str(&format!(

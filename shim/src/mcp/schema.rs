@@ -183,7 +183,8 @@ pub fn tools() -> Vec<Tool> {
                 "default": 0,
                 "description": "Results to skip, for the next page."
             },
-            "projects": {"type": "array", "items": {"type": "string"}, "maxItems": 64, "description": "Also search other projects this daemon has indexed: [\"all\"] or their roots (absolute paths). Each result then says its `project`."}
+            "projects": {"type": "array", "items": {"type": "string"}, "maxItems": 64, "description": "Also search other projects this daemon has indexed: [\"all\"] or their roots (absolute paths). Each result then says its `project`."},
+            "context": {"type": "string", "enum": ["graph"], "description": "graph: each of the first results that is a definition also names its callers and what it calls (a few of each, with their counts), from the code graph: one call for a located answer and its neighbourhood."}
         },
         "required": ["query"]
     });
@@ -207,7 +208,8 @@ pub fn tools() -> Vec<Tool> {
                         "first_line": {"type": "string", "description": "The chunk's first non-blank line (`format: compact`)."},
                         "cut": {"type": "boolean", "description": "The snippet was cut at a line end to fit `max_tokens`."},
                         "why": {"type": "array", "items": {"type": "string"}, "description": "What the ranking stage saw in this result: a definition the query asks for, a file or directory its words name, a test or generated path."},
-                        "defines": {"type": "array", "items": {"type": "string"}, "description": "The chunk's other definitions, in order (`symbol` is the one the query asks for, else the chunk's own)."}
+                        "defines": {"type": "array", "items": {"type": "string"}, "description": "The chunk's other definitions, in order (`symbol` is the one the query asks for, else the chunk's own)."},
+                        "graph": {"type": "object", "description": "With `context: graph`: `callers` and `callees` (each `path:line symbol`, a few), their totals `callers_total` and `callees_total`, and `unexplained` calls of the name the graph could not resolve.", "properties": {"callers": {"type": "array", "items": {"type": "string"}}, "callees": {"type": "array", "items": {"type": "string"}}, "callers_total": {"type": "integer"}, "callees_total": {"type": "integer"}, "unexplained": {"type": "integer"}}}
                     },
                     "required": ["path", "start_line", "end_line", "language", "score"]
                 }

@@ -30,6 +30,15 @@ impl AmanServer {
         let offset = optional_integer(args, "offset", 0, MAX_OFFSET)?.unwrap_or(0);
         let mode = optional_mode(args)?;
         let projects = optional_projects(args)?;
+        let graph = match optional_string(args, "context")?.as_deref() {
+            None => false,
+            Some("graph") => true,
+            Some(other) => {
+                return Err(ToolError::Argument(format!(
+                    "argument `context` must be \"graph\" (got {other:?})"
+                )));
+            }
+        };
         let request = pb::SearchRequest {
             root: self.root().await,
             query: query.clone(),
@@ -48,12 +57,18 @@ impl AmanServer {
                 async move { client.search(request).await.map(|r| r.into_inner()) }
             })
             .await?;
+        let context = if graph {
+            self.neighbourhoods(&reply.results).await?
+        } else {
+            Vec::new()
+        };
         Ok(search_result(
             &format!("{query:?}"),
             &query,
             reply,
             shape,
             offset,
+            &context,
         ))
     }
 
@@ -249,7 +264,7 @@ impl AmanServer {
                 async move { client.similar(request).await.map(|r| r.into_inner()) }
             })
             .await?;
-        Ok(search_result(&label, "", reply, shape, 0))
+        Ok(search_result(&label, "", reply, shape, 0, &[]))
     }
 
     pub(super) async fn index_status(&self) -> Result<CallToolResult, ToolError> {
