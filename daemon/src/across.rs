@@ -1,5 +1,5 @@
-//! One query across projects: `search` and `usages` over the asking project and others this
-//! daemon has indexed (`projects: ["all"]` or a list of roots).
+//! One query across projects: `search`, `usages` and `callers` over the asking project and
+//! others this daemon has indexed (`projects: ["all"]` or a list of roots).
 //!
 //! Only projects with an index in this daemon's data directory can be named, so a caller
 //! reaches nothing it could not already search from that project. Each project answers on
@@ -14,6 +14,7 @@ use crate::index::lexical::LexicalHit;
 use crate::project::{Project, SearchOutcome};
 use crate::registry::Registry;
 use crate::search::SearchParams;
+use crate::search::graph::{GraphAnswer, GraphParams};
 use crate::search::usages::{Usage, UsagesFound, UsagesParams};
 
 /// The word that names every indexed project.
@@ -122,6 +123,37 @@ pub fn search(
 
 /// `params` in each project, the asking one first, paged over the whole list. Each usage
 /// comes with its project's root.
+/// `callers` across projects: the asking project's answer, then each other project's calls
+/// of the name that it does not define itself (unresolved there: they may be calls of the
+/// asking project's definition, as a client's of its library), each link with its project
+/// (`None` for the asking one's).
+pub fn callers(
+    projects: &[Arc<Project>],
+    params: &GraphParams,
+) -> Result<(GraphAnswer, Vec<Option<String>>), Error> {
+    let (asking, others) = projects
+        .split_first()
+        .ok_or_else(|| UserError::InvalidArgument {
+            name: "projects",
+            reason: "no project to search".into(),
+        })?;
+    let mut answer = asking.graph("callers", params)?;
+    let mut roots: Vec<Option<String>> = vec![None; answer.links.len()];
+    // Only a definition the asking project singles out has callers elsewhere to look for.
+    let Some(target) = answer.targets.first().filter(|_| answer.choices.is_empty()) else {
+        return Ok((answer, roots));
+    };
+    let name = target.name.clone();
+    for project in others {
+        let root = project.root().to_string_lossy().to_string();
+        for link in project.calls_from_outside(&name)? {
+            answer.links.push(link);
+            roots.push(Some(root.clone()));
+        }
+    }
+    Ok((answer, roots))
+}
+
 pub fn usages(
     projects: &[Arc<Project>],
     params: &UsagesParams,

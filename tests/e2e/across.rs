@@ -246,3 +246,41 @@ fn an_indexed_root_replaced_by_a_symlink_is_not_followed_by_all() {
         roots.text()
     );
 }
+
+#[test]
+fn callers_reach_a_client_project_when_asked() {
+    let env = TestEnv::new();
+    let service = env.project("service", &[("billing/refunds.py", SERVICE_PY)]);
+    let client = env.project("client", &[("sdk/orders.py", CLIENT_PY)]);
+    let mut on_client = Shim::start(&env, &client);
+    on_client.initialize();
+    on_client.search_until("refund_order", "sdk/orders.py");
+    let mut shim = Shim::start(&env, &service);
+    shim.initialize();
+    shim.search_until("issue_refund", "billing/refunds.py");
+    let client_root = client.to_str().unwrap();
+
+    // Alone, the service has no caller of its function.
+    let reply = shim.call_tool("callers", json!({"symbol": "issue_refund"}));
+    assert_eq!(structured(&reply)["links"], json!([]), "{reply}");
+    // With the client: its call, which the client cannot resolve itself, with its project.
+    let reply = shim.call_tool(
+        "callers",
+        json!({"symbol": "issue_refund", "projects": ["all"]}),
+    );
+    let links = structured(&reply)["links"].as_array().unwrap().clone();
+    assert_eq!(links.len(), 1, "{reply}");
+    assert_eq!(links[0]["project"], json!(client_root), "{reply}");
+    assert_eq!(
+        links[0]["from"],
+        json!("sdk/orders.py:4 refund_order"),
+        "{reply}"
+    );
+    assert_eq!(links[0]["label"], json!("unresolved"), "{reply}");
+    // Only `callers` looks into other projects.
+    let reply = shim.call_tool(
+        "callees",
+        json!({"symbol": "issue_refund", "projects": ["all"]}),
+    );
+    assert_ne!(reply["result"]["isError"], json!(true), "{reply}");
+}

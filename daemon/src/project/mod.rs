@@ -12,7 +12,8 @@ use crate::index::lexical::LexicalHit;
 use crate::index::progress::IndexState;
 use crate::index::writer::{self, WriterHandle};
 use crate::index::{ProjectIndex, open_index, project_dir};
-use crate::search::graph::{GraphAnswer, GraphParams};
+use crate::search::graph::{GraphAnswer, GraphParams, Link};
+use crate::search::usages::{UsagesFound, UsagesParams};
 use crate::search::{Found, SearchConfig, SearchParams, Searcher, Semantic};
 use crate::watch::{ProjectWatch, WatchConfig, WatchMode};
 
@@ -61,8 +62,7 @@ pub struct Project {
     search: SearchConfig,
     embed_stop: Arc<AtomicBool>,
     embed_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
-    /// Damage a read ran into while the project was loaded: the registry reopens it, and
-    /// the index is set aside and rebuilt.
+    /// Damage a read ran into while loaded: the registry reopens it, rebuilding the index.
     damage: Mutex<Option<String>>,
 }
 
@@ -108,8 +108,7 @@ impl Drop for Project {
 
 impl Project {
     /// Open (or create, or rebuild if unreadable or damaged) the index of `root` under
-    /// `data_dir`. `known_damage`: what a read of the loaded project ran into (the index is
-    /// then rebuilt without checking it again).
+    /// `data_dir`; `known_damage`: what a read ran into (rebuilt without checking again).
     pub fn open(
         root: PathBuf,
         data_dir: &Path,
@@ -521,10 +520,7 @@ impl Project {
     }
 
     /// Where a name is defined and used (see [`crate::search::usages`]).
-    pub fn usages(
-        &self,
-        params: &crate::search::usages::UsagesParams,
-    ) -> Result<crate::search::usages::UsagesFound, Error> {
+    pub fn usages(&self, params: &UsagesParams) -> Result<UsagesFound, Error> {
         self.wait_for_first_commit();
         self.noting(self.searcher().usages(params))
     }
@@ -533,6 +529,12 @@ impl Project {
     pub fn graph(&self, kind: &str, params: &GraphParams) -> Result<GraphAnswer, Error> {
         self.wait_for_first_commit();
         self.noting(self.searcher().graph(kind, params))
+    }
+
+    /// Calls of `name` this project does not define (see `across::callers`).
+    pub fn calls_from_outside(&self, name: &str) -> Result<Vec<Link>, Error> {
+        self.wait_for_first_commit();
+        self.noting(self.searcher().calls_from_outside(name))
     }
 
     /// Wait (bounded) for the running pass to end, then check consistency.

@@ -61,7 +61,9 @@ fn graph_def(def: Def) -> pb::GraphDef {
     }
 }
 
-pub(super) fn graph_reply(answer: GraphAnswer) -> pb::GraphReply {
+/// `projects`: each link's project when it is another one's (empty: all the asking one's).
+pub(super) fn graph_reply(answer: GraphAnswer, projects: Vec<Option<String>>) -> pb::GraphReply {
+    let mut projects = projects.into_iter();
     pb::GraphReply {
         targets: answer.targets.into_iter().map(graph_def).collect(),
         choices: answer.choices.into_iter().map(graph_def).collect(),
@@ -87,6 +89,7 @@ pub(super) fn graph_reply(answer: GraphAnswer) -> pb::GraphReply {
                     .collect(),
                 depth: l.depth,
                 inherits: l.inherits,
+                project: projects.next().flatten(),
             })
             .collect(),
         unexplained: answer.unexplained as u64,

@@ -368,11 +368,24 @@ impl amanmcp_proto::Daemon for RpcService {
                 depth: if req.depth == 0 { default } else { req.depth },
                 diff: req.diff,
             };
-            registry.open(&req.root, false)?.graph(&req.kind, &params)
+            if req.projects.is_empty() {
+                let answer = registry.open(&req.root, false)?.graph(&req.kind, &params)?;
+                return Ok((answer, Vec::new()));
+            }
+            if req.kind != "callers" {
+                return Err(crate::error::UserError::InvalidArgument {
+                    name: "projects",
+                    reason: "only `callers` looks into other projects".into(),
+                }
+                .into());
+            }
+            let projects = across::projects(&registry, &req.root, &req.projects)?;
+            across::callers(&projects, &params)
         })
         .await;
-        log_call(&call, started, found.as_ref().map(|f| f.links.len()));
-        Ok(Response::new(graph_reply(found?)))
+        log_call(&call, started, found.as_ref().map(|f| f.0.links.len()));
+        let (answer, projects) = found?;
+        Ok(Response::new(graph_reply(answer, projects)))
     }
 
     async fn verify(

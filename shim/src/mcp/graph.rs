@@ -9,7 +9,9 @@ use rmcp::model::{CallToolResult, JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 
 use super::AmanServer;
-use super::args::{ToolError, optional_integer, optional_string, required_string};
+use super::args::{
+    ToolError, optional_integer, optional_projects, optional_string, required_string,
+};
 use super::budget::{self, DEFAULT_MAX_TOKENS, MAX_MAX_TOKENS, MIN_MAX_TOKENS, Shape};
 use super::render::structured_result;
 
@@ -51,6 +53,9 @@ fn link(l: &pb::GraphLink) -> Value {
     }
     if l.inherits {
         out["inherits"] = json!(true);
+    }
+    if let Some(project) = &l.project {
+        out["project"] = json!(project);
     }
     out
 }
@@ -263,6 +268,11 @@ impl AmanServer {
             path: optional_string(args, "path")?,
             depth: optional_integer(args, "depth", 1, 5)?.unwrap_or(0) as u32,
             diff: optional_string(args, "diff")?,
+            projects: if kind == "callers" {
+                optional_projects(args)?
+            } else {
+                Vec::new()
+            },
         };
         let offset = optional_integer(args, "offset", 0, 100_000)?.unwrap_or(0);
         let limit = optional_integer(args, "limit", 1, MAX_LINKS)?.unwrap_or(DEFAULT_LINKS);
@@ -299,7 +309,7 @@ fn output() -> Arc<JsonObject> {
         "properties": {
             "targets": {"type": "array", "description": "The definitions asked about (impact: those the change touches)."},
             "choices": {"type": "array", "description": "The name has several definitions: these; ask again with one."},
-            "links": {"type": "array", "description": "Each call: `from` (path:line symbol), `at` (the call site), `to`, `label` (resolved, ambiguous with `candidates`, unresolved), `rule`, `depth`."},
+            "links": {"type": "array", "description": "Each call: `from` (path:line symbol), `at` (the call site), `to`, `label` (resolved, ambiguous with `candidates`, unresolved), `rule`, `depth`; `project` when the call is in another project (`projects`)."},
             "total_links": {"type": "integer"},
             "next_offset": {"type": "integer"},
             "unexplained_calls": {"type": "integer", "description": "Calls of the name that resolve to nothing in the project (external or dynamic): a caller may hide among them."},
@@ -320,7 +330,13 @@ pub fn tools(read_only: &ToolAnnotations) -> Vec<Tool> {
         Tool::new(
             "callers",
             "Who calls a function, method or class: each call site with its enclosing definition, resolved by scope (imports, the enclosing class, the package) and labelled resolved or ambiguous; calls of the name that resolve to nothing in the project are counted, never hidden. `depth` walks up to 5 levels of callers.",
-            input(symbol.clone(), &["symbol"]),
+            input(
+                json!({
+                    "symbol": symbol["symbol"],
+                    "projects": {"type": "array", "items": {"type": "string"}, "maxItems": 64, "description": "Also other projects this daemon has indexed ([\"all\"] or their roots): their calls of the name that they do not define themselves (unresolved there: perhaps calls of this definition, as a client's of its library), each with its `project`."}
+                }),
+                &["symbol"],
+            ),
         )
         .with_title("Find callers")
         .with_raw_output_schema(output())

@@ -12,6 +12,7 @@ pub mod diff;
 pub mod modules;
 mod receivers;
 pub mod resolve;
+mod rust;
 #[cfg(test)]
 mod tests;
 mod walk;
@@ -192,6 +193,16 @@ impl Searcher<'_> {
             .into());
         }
         Ok(defs)
+    }
+
+    /// Calls of `name`'s last part that this project does not define (`callers` asked
+    /// from another project with `projects`).
+    pub fn calls_from_outside(&self, name: &str) -> Result<Vec<Link>, Error> {
+        let bare = name
+            .rsplit(['.', ':', '#', '/', '\\'])
+            .find(|s| !s.is_empty())
+            .unwrap_or(name);
+        Walk::new(self.index).calls_from_outside(bare)
     }
 
     /// Run a graph request: `kind` is `callers`, `callees`, `impact` or `trace`.

@@ -3,6 +3,7 @@
 //! constructed there (`Foo.bar`, `Foo().bar`), else a value of unknown type: ambiguous.
 
 use super::resolve::{CLASS_LIKE, Def, Defs, Resolution, Resolver};
+use super::rust;
 use crate::chunk::syntax::refs::Import;
 use crate::error::IndexError;
 
@@ -279,7 +280,7 @@ impl Resolver<'_> {
         if language == "rust" && last.chars().next().is_some_and(char::is_lowercase) {
             let in_module: Vec<&Def> = functions
                 .iter()
-                .filter(|d| rust_module(d) == Some(last))
+                .filter(|d| rust::module_of(d) == Some(last))
                 .collect();
             if let [one] = in_module.as_slice() {
                 return Ok(Resolution::Resolved((*one).clone(), "module path"));
@@ -305,58 +306,9 @@ impl Resolver<'_> {
         Ok(symbols
             .iter()
             .filter(|s| s.start_line <= line && line <= s.end_line)
-            .flat_map(|s| bounds_in(&s.signature, ty))
+            .flat_map(|s| rust::bounds_in(&s.signature, ty))
             .collect())
     }
-}
-
-/// The bounds of `ty` written in `signature`: each `ty: A + B<T>` after `<`, `,` or
-/// `where`, as bare trait names (`A`, `B`); lifetimes and `?Sized` dropped.
-pub(super) fn bounds_in(signature: &str, ty: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut rest = signature;
-    while let Some(at) = rest.find(ty) {
-        let before = rest[..at].trim_end();
-        let after = rest[at + ty.len()..].trim_start();
-        rest = &rest[at + ty.len()..];
-        let starts = before.ends_with(['<', ',', '(']) || before.ends_with("where");
-        let Some(list) = after.strip_prefix(':').filter(|a| !a.starts_with(':')) else {
-            continue;
-        };
-        if !starts {
-            continue;
-        }
-        // Up to the end of this bound list: a `,`, `>` or `{` outside angle brackets.
-        let mut depth = 0usize;
-        let end = list
-            .char_indices()
-            .find(|&(_, c)| match c {
-                '<' | '(' => {
-                    depth += 1;
-                    false
-                }
-                '>' | ')' if depth > 0 => {
-                    depth -= 1;
-                    false
-                }
-                ',' | '>' | '{' | ')' | ';' | '=' => true,
-                _ => false,
-            })
-            .map_or(list.len(), |(i, _)| i);
-        for bound in list[..end].split('+') {
-            let bound = bound.trim().trim_start_matches('?');
-            let path = bound.split('<').next().unwrap_or(bound).trim();
-            let name = path.rsplit("::").next().unwrap_or(path);
-            if !name.is_empty()
-                && !bound.starts_with('\'')
-                && bound != "Sized"
-                && name.chars().all(|c| c.is_alphanumeric() || c == '_')
-            {
-                out.push(name.to_string());
-            }
-        }
-    }
-    out
 }
 
 /// `receiver` without its type arguments: `Foo::<T>` and `Foo<T>` -> `Foo`.
@@ -372,21 +324,6 @@ fn without_type_arguments(receiver: &str) -> String {
         }
     }
     out.trim_end_matches(':').to_string()
-}
-
-/// The Rust module a function is in: its inline `mod` (`content::f`), else its file's
-/// (`size_hint.rs`, `size_hint/mod.rs`; none for a crate root).
-fn rust_module(def: &Def) -> Option<&str> {
-    if let Some((outer, _)) = def.qualified.rsplit_once("::") {
-        return Some(outer.rsplit("::").next().unwrap_or(outer));
-    }
-    let (dirs, file) = def.path.rsplit_once('/').unwrap_or(("", &def.path));
-    let stem = file.strip_suffix(".rs")?;
-    match stem {
-        "mod" => dirs.rsplit('/').next(),
-        "lib" | "main" => None,
-        _ => Some(stem),
-    }
 }
 
 /// The class a receiver constructs: `Foo(1)` and `new Foo(a, b)` -> `Foo`.

@@ -12,6 +12,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use super::modules::{dir_of, imports_from, module_files};
+use super::rust;
 use crate::chunk::syntax::refs::{FileRefs, Import, RefKind, Reference};
 use crate::error::IndexError;
 use crate::index::store::SymbolRecord;
@@ -308,12 +309,12 @@ impl<'v> Resolver<'v> {
         };
         let split = self.split(&name, &language)?;
         if r.kind == RefKind::Macro {
-            return Ok(macro_named(&split.macros, path, &name));
+            return Ok(rust::macro_named(&split.macros, path, &name));
         }
         let (methods, functions) = if language == "rust" {
             (
-                &rust_visible(&split.methods, path),
-                &rust_visible(&split.functions, path),
+                &rust::visible(&split.methods, path),
+                &rust::visible(&split.functions, path),
             )
         } else {
             (&split.methods, &split.functions)
@@ -435,17 +436,7 @@ impl<'v> Resolver<'v> {
         };
         // An alias (`import X as Y`) is bound by its import only: a local `X` is another name.
         let aliased = r.name != name;
-        // A Rust local or parameter of the name (`let test = ...; test(..)`) is a value.
-        if language == "rust"
-            && !aliased
-            && let Some(scope) = self.enclosing(path, r.line)?
-            && self
-                .refs(path)?
-                .bindings
-                .iter()
-                // A `let` is not in scope in its own initializer (`let test = |v| test(v)`).
-                .any(|b| b.name == r.name && scope.start_line <= b.line && b.line < r.line)
-        {
+        if language == "rust" && !aliased && self.rust_local(path, r)? {
             return Ok(Resolution::Unresolved(format!(
                 "`{}` is a local value here",
                 r.name
@@ -587,40 +578,6 @@ where
     let made = make()?;
     cache.borrow_mut().insert(key.to_owned(), made.clone());
     Ok(made)
-}
-
-/// The Rust test, example or bench directory (each file there its own crate) holding `path`.
-fn rust_own_crate(path: &str) -> Option<&str> {
-    let mut at = 0;
-    for segment in path.split('/') {
-        at += segment.len() + 1;
-        if matches!(segment, "tests" | "examples" | "benches") && at < path.len() {
-            return Some(&path[..at]);
-        }
-    }
-    None
-}
-
-/// Of `defs`, those Rust code in `from` can name: a test's, an example's or a bench's
-/// definitions only from beside it (they are crates of their own, nobody's dependency).
-fn rust_visible(defs: &Defs, from: &str) -> Defs {
-    let hidden = |d: &Def| rust_own_crate(&d.path).is_some_and(|own| !from.starts_with(own));
-    if defs.iter().any(hidden) {
-        defs.iter().filter(|d| !hidden(d)).cloned().collect()
-    } else {
-        defs.clone()
-    }
-}
-
-/// A Rust macro invocation: the macro of the name, the file's own first.
-fn macro_named(macros: &Defs, path: &str, name: &str) -> Resolution {
-    let own: Vec<&Def> = macros.iter().filter(|d| d.path == path).collect();
-    match (own.as_slice(), macros.len()) {
-        ([one], _) => Resolution::Resolved((*one).clone(), "same file"),
-        (_, 0) => Resolution::Unresolved(format!("no macro `{name}!` defined in the project")),
-        (_, 1) => Resolution::Resolved(macros[0].clone(), "macro"),
-        _ => Resolution::Ambiguous(macros.clone()),
-    }
 }
 
 /// A member reached through a receiver whose class is unknown: ambiguous among the

@@ -390,7 +390,7 @@ fn rust_macros_modules_bounds_and_locals() {
 
 #[test]
 fn bounds_are_read_from_signatures() {
-    use super::receivers::bounds_in;
+    use super::rust::bounds_in;
     let sig = "fn f<'a, V: de::Visitor<'a> + ?Sized, W>(v: V, w: W) -> X where W: Sink + Clone,";
     assert_eq!(bounds_in(sig, "V"), ["Visitor"]);
     assert_eq!(bounds_in(sig, "W"), ["Sink", "Clone"]);

@@ -144,6 +144,31 @@ impl<'v> Walk<'v> {
         Ok(found)
     }
 
+    /// Calls of `name` this project does not define (from another project's view: calls
+    /// that may be of its definition), as unresolved links.
+    pub fn calls_from_outside(&mut self, name: &str) -> Result<Vec<Link>, Error> {
+        let mentions = self.mentions(name)?;
+        Ok(mentions
+            .iter()
+            .filter(|m| m.reference.kind != RefKind::Inherit)
+            .filter_map(|m| match &m.resolution {
+                Resolution::Unresolved(why) => Some(Link {
+                    from: m.from.clone(),
+                    to: None,
+                    name: m.reference.name.clone(),
+                    path: m.path.clone(),
+                    line: m.reference.line,
+                    label: super::Label::Unresolved,
+                    rule: why.clone(),
+                    candidates: Defs::default(),
+                    depth: 1,
+                    inherits: false,
+                }),
+                _ => None,
+            })
+            .collect())
+    }
+
     /// Every reference to `name` (or to a local alias of it) in the project, resolved, with
     /// the definition around it; computed once per name and request.
     fn mentions(&mut self, name: &str) -> Result<Rc<Vec<Mention>>, Error> {

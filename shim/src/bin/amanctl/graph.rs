@@ -27,6 +27,10 @@ pub struct GraphArgs {
     /// Project root (default: the current directory's project).
     #[arg(long)]
     root: Option<std::path::PathBuf>,
+    /// `callers`: also other indexed projects' calls of the name they do not define
+    /// (`all`, or a root; repeatable).
+    #[arg(long = "project", value_name = "ROOT|all")]
+    projects: Vec<String>,
     /// Machine-readable output.
     #[arg(long)]
     json: bool,
@@ -52,6 +56,7 @@ pub async fn graph(kind: &str, args: GraphArgs) -> ExitCode {
         path: args.within.clone(),
         depth: args.depth.unwrap_or(0).min(5),
         diff: args.diff.clone(),
+        projects: args.projects.clone(),
     };
     let reply = match link
         .call(|mut client| {
@@ -78,6 +83,7 @@ pub async fn graph(kind: &str, args: GraphArgs) -> ExitCode {
                     "name": l.name, "path": l.path, "line": l.line,
                     "label": l.label, "rule": l.rule, "depth": l.depth,
                     "candidates": l.candidates.iter().map(def).collect::<Vec<_>>(),
+                    "project": l.project,
                 })
             })
             .collect();
@@ -117,8 +123,13 @@ pub async fn graph(kind: &str, args: GraphArgs) -> ExitCode {
             (None, false) => format!("{} (one of {})", l.name, l.candidates_total),
             (None, true) => l.name.clone(),
         };
+        let project = l
+            .project
+            .as_ref()
+            .map(|p| format!("{p}: "))
+            .unwrap_or_default();
         format!(
-            "{}:{}  {from} -> {to}  [{}: {}]",
+            "{project}{}:{}  {from} -> {to}  [{}: {}]",
             l.path, l.line, l.label, l.rule
         )
     };
