@@ -16,6 +16,14 @@ def refund_order(order):
     return issue_refund(order.id, order.total)
 ";
 
+/// A shim on `root`, its index ready: a search for `query` finds `path`.
+fn ready_shim(env: &TestEnv, root: &std::path::Path, query: &str, path: &str) -> Shim {
+    let mut shim = Shim::start(env, root);
+    shim.initialize();
+    shim.search_until(query, path);
+    shim
+}
+
 fn structured(reply: &Value) -> &Value {
     assert_ne!(reply["result"]["isError"], json!(true), "{reply}");
     &reply["result"]["structuredContent"]
@@ -26,12 +34,8 @@ fn search_and_usages_reach_the_other_indexed_projects_when_asked() {
     let env = TestEnv::new();
     let service = env.project("service", &[("billing/refunds.py", SERVICE_PY)]);
     let client = env.project("client", &[("sdk/orders.py", CLIENT_PY)]);
-    let mut on_service = Shim::start(&env, &service);
-    on_service.initialize();
-    on_service.search_until("issue_refund", "billing/refunds.py");
-    let mut shim = Shim::start(&env, &client);
-    shim.initialize();
-    shim.search_until("refund_order", "sdk/orders.py");
+    let _on_service = ready_shim(&env, &service, "issue_refund", "billing/refunds.py");
+    let mut shim = ready_shim(&env, &client, "refund_order", "sdk/orders.py");
     let service_root = service.to_str().unwrap();
     let client_root = client.to_str().unwrap();
 
@@ -218,13 +222,13 @@ fn an_indexed_root_replaced_by_a_symlink_is_not_followed_by_all() {
         "never-indexed",
         &[("notes.py", "def issue_refund_private_notes():\n    pass\n")],
     );
-    let mut on_service = Shim::start(&env, &service);
-    on_service.initialize();
-    on_service.search_until("issue_refund", "billing/refunds.py");
-    drop(on_service);
-    let mut shim = Shim::start(&env, &client);
-    shim.initialize();
-    shim.search_until("refund_order", "sdk/orders.py");
+    drop(ready_shim(
+        &env,
+        &service,
+        "issue_refund",
+        "billing/refunds.py",
+    ));
+    let mut shim = ready_shim(&env, &client, "refund_order", "sdk/orders.py");
     // The service's checkout is swapped for a symlink to a directory nobody indexed.
     std::fs::rename(&service, env.path().join("service-moved")).unwrap();
     std::os::unix::fs::symlink(&secret, &service).unwrap();
@@ -252,12 +256,8 @@ fn callers_reach_a_client_project_when_asked() {
     let env = TestEnv::new();
     let service = env.project("service", &[("billing/refunds.py", SERVICE_PY)]);
     let client = env.project("client", &[("sdk/orders.py", CLIENT_PY)]);
-    let mut on_client = Shim::start(&env, &client);
-    on_client.initialize();
-    on_client.search_until("refund_order", "sdk/orders.py");
-    let mut shim = Shim::start(&env, &service);
-    shim.initialize();
-    shim.search_until("issue_refund", "billing/refunds.py");
+    let _on_client = ready_shim(&env, &client, "refund_order", "sdk/orders.py");
+    let mut shim = ready_shim(&env, &service, "issue_refund", "billing/refunds.py");
     let client_root = client.to_str().unwrap();
 
     // Alone, the service has no caller of its function.
