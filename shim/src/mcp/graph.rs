@@ -193,15 +193,10 @@ impl AmanServer {
                     depth: 1,
                     ..Default::default()
                 };
-                let reply = self
-                    .link
-                    .call(|mut client| {
-                        let request = request.clone();
-                        async move { client.graph(request).await.map(|r| r.into_inner()) }
-                    })
-                    .await;
                 // A name the graph cannot single out (several definitions) has no context.
-                let Ok(reply) = reply else { continue };
+                let Ok(reply) = self.ask_graph(request).await else {
+                    continue;
+                };
                 if !reply.choices.is_empty() {
                     continue;
                 }
@@ -277,14 +272,19 @@ impl AmanServer {
         let offset = optional_integer(args, "offset", 0, 100_000)?.unwrap_or(0);
         let limit = optional_integer(args, "limit", 1, MAX_LINKS)?.unwrap_or(DEFAULT_LINKS);
         let shape = Shape::from_args(args)?;
-        let reply = self
+        let reply = self.ask_graph(request).await?;
+        Ok(graph_result(kind, &reply, offset, limit, shape))
+    }
+
+    /// One `Graph` call to the daemon.
+    async fn ask_graph(&self, request: pb::GraphRequest) -> Result<pb::GraphReply, ToolError> {
+        Ok(self
             .link
             .call(|mut client| {
                 let request = request.clone();
                 async move { client.graph(request).await.map(|r| r.into_inner()) }
             })
-            .await?;
-        Ok(graph_result(kind, &reply, offset, limit, shape))
+            .await?)
     }
 }
 

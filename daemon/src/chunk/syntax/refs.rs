@@ -111,12 +111,12 @@ pub fn extract(language: &str, root: Node<'_>, src: &str) -> FileRefs {
         let kind = node.kind();
         if CALLS.contains(&kind) {
             if let Some((name, receiver)) = callee(node, src) {
-                let kind = if kind == "macro_invocation" {
+                let ref_kind = if kind == "macro_invocation" {
                     RefKind::Macro
                 } else {
                     RefKind::Call
                 };
-                out.refs.push(reference(name, node, kind, receiver));
+                out.refs.push(reference(name, node, ref_kind, receiver));
             }
         } else if kind == "token_tree" && language == "rust" {
             if !in_template(node, src) {

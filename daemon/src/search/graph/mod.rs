@@ -195,14 +195,10 @@ impl Searcher<'_> {
         Ok(defs)
     }
 
-    /// Calls of `name`'s last part that this project does not define (`callers` asked
-    /// from another project with `projects`).
+    /// Calls of the bare `name` that this project does not define (`callers` asked from
+    /// another project with `projects`).
     pub fn calls_from_outside(&self, name: &str) -> Result<Vec<Link>, Error> {
-        let bare = name
-            .rsplit(['.', ':', '#', '/', '\\'])
-            .find(|s| !s.is_empty())
-            .unwrap_or(name);
-        Walk::new(self.index).calls_from_outside(bare)
+        Walk::new(self.index).calls_from_outside(name)
     }
 
     /// Run a graph request: `kind` is `callers`, `callees`, `impact` or `trace`.

@@ -158,7 +158,7 @@ impl<'v> Walk<'v> {
                     name: m.reference.name.clone(),
                     path: m.path.clone(),
                     line: m.reference.line,
-                    label: super::Label::Unresolved,
+                    label: Label::Unresolved,
                     rule: why.clone(),
                     candidates: Defs::default(),
                     depth: 1,
