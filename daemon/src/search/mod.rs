@@ -25,7 +25,7 @@ use crate::embed::Embedding;
 use crate::error::{Error, UserError};
 use crate::index::ProjectIndex;
 use crate::index::lexical::{LexicalHit, LexicalQuery};
-use crate::index::store::SymbolRecord;
+use crate::index::store::{SymbolNames, SymbolRecord};
 use fusion::{Fusion, SearchMode};
 
 /// Largest page a search may ask for.
@@ -264,6 +264,7 @@ impl Searcher<'_> {
         let view = StoreView {
             index: self.index,
             symbols: std::cell::RefCell::new(HashMap::new()),
+            names: std::cell::RefCell::new(HashMap::new()),
         };
         let mut ranked = rank::rank(profile, hits, &view);
         if let Some(exact) = exact {
@@ -461,8 +462,10 @@ impl Searcher<'_> {
 /// from LMDB.
 struct StoreView<'a> {
     index: &'a ProjectIndex,
-    /// Each file's symbols, by first line.
+    /// Each file's symbols, by first line (read for the page shown).
     symbols: std::cell::RefCell<HashMap<String, Vec<SymbolRecord>>>,
+    /// Each file's symbols' names, by first line (read for every candidate).
+    names: std::cell::RefCell<HashMap<String, SymbolNames>>,
 }
 
 impl StoreView<'_> {
@@ -484,7 +487,17 @@ impl StoreView<'_> {
 
 impl rank::IndexView for StoreView<'_> {
     fn defined_in(&self, hit: &LexicalHit) -> Vec<String> {
-        let mut out: Vec<String> = self.defined(hit).into_iter().map(|s| s.name).collect();
+        let mut names = self.names.borrow_mut();
+        let names = names.entry(hit.path.clone()).or_insert_with(|| {
+            self.index
+                .store
+                .symbol_names_of(&hit.path)
+                .unwrap_or_default()
+        });
+        let mut out: Vec<String> = names
+            .starting_within(hit.start_line, hit.end_line)
+            .map(str::to_string)
+            .collect();
         if let Some(symbol) = &hit.symbol {
             let bare = symbol.rsplit(['.', ':']).next().unwrap_or(symbol);
             out.push(bare.to_string());

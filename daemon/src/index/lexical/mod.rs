@@ -14,8 +14,8 @@ use tantivy::schema::{
     TextOptions, Value,
 };
 use tantivy::{
-    DocId, Index, IndexReader, IndexWriter, ReloadPolicy, Score, SegmentReader, TantivyDocument,
-    Term,
+    DocAddress, DocId, DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, Score, SegmentReader,
+    TERMINATED, TantivyDocument, Term,
 };
 
 use crate::error::IndexError;
@@ -308,16 +308,41 @@ impl Lexical {
         if ids.is_empty() {
             return Ok(out);
         }
+        // Each id's posting read directly, segment by segment: a term-set query would build
+        // an FST of the ids on every call (most of this function's time, measured).
         let f = &self.fields;
-        let query = TermSetQuery::new(ids.iter().map(|id| Term::from_field_u64(f.chunk_id, *id)));
         let searcher = self.reader.searcher();
-        let top = searcher
-            .search(&query, &TopDocs::with_limit(ids.len() * 2).order_by_score())
-            .map_err(|e| self.err(e))?;
-        for (_, address) in top {
-            let doc: TantivyDocument = searcher.doc(address).map_err(|e| self.err(e))?;
-            let hit = self.hit(&doc, 0.0);
-            out.insert(hit.chunk_id, hit);
+        for (ord, segment) in searcher.segment_readers().iter().enumerate() {
+            let postings_of = segment
+                .inverted_index(f.chunk_id)
+                .map_err(|e| self.err(e))?;
+            for id in ids {
+                if out.contains_key(id) {
+                    continue;
+                }
+                let term = Term::from_field_u64(f.chunk_id, *id);
+                let Some(mut postings) = postings_of
+                    .read_postings(&term, IndexRecordOption::Basic)
+                    .map_err(|e| self.err(e.into()))?
+                else {
+                    continue;
+                };
+                let mut doc = postings.doc();
+                while doc != TERMINATED {
+                    if segment
+                        .alive_bitset()
+                        .is_none_or(|alive| alive.is_alive(doc))
+                    {
+                        let address = DocAddress::new(ord as u32, doc);
+                        let stored: TantivyDocument =
+                            searcher.doc(address).map_err(|e| self.err(e))?;
+                        let hit = self.hit(&stored, 0.0);
+                        out.insert(hit.chunk_id, hit);
+                        break;
+                    }
+                    doc = postings.advance();
+                }
+            }
         }
         Ok(out)
     }

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use heed::{BoxedError, BytesDecode, BytesEncode};
 
-use super::records::{ChunkRecord, FileRecord, SymbolRecord};
+use super::records::{ChunkRecord, FileRecord, SymbolNames, SymbolRecord};
 use crate::chunk::syntax::refs::{Binding, FileRefs, Import, RefKind, Reference};
 
 struct Writer(Vec<u8>);
@@ -39,8 +39,8 @@ struct Reader<'a>(&'a [u8]);
 #[error("truncated or corrupt record")]
 struct Corrupt;
 
-impl Reader<'_> {
-    fn take(&mut self, n: usize) -> Result<&[u8], Corrupt> {
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], Corrupt> {
         if self.0.len() < n {
             return Err(Corrupt);
         }
@@ -64,6 +64,10 @@ impl Reader<'_> {
     fn string(&mut self) -> Result<String, Corrupt> {
         let n = self.u32()? as usize;
         String::from_utf8(self.take(n)?.to_vec()).map_err(|_| Corrupt)
+    }
+    fn skip_str(&mut self) -> Result<(), Corrupt> {
+        let n = self.u32()? as usize;
+        self.take(n).map(|_| ())
     }
     fn opt_string(&mut self) -> Result<Option<String>, Corrupt> {
         match self.u8()? {
@@ -192,6 +196,36 @@ impl<'a> BytesDecode<'a> for SymbolsCodec {
                 parent: r.opt_string()?,
             });
         }
+        Ok(out)
+    }
+}
+
+/// The bare names and first lines of [`SymbolsCodec`]'s records, the other fields skipped
+/// unread (no allocation per symbol: the ranking stage reads every candidate file's).
+pub enum SymbolNamesCodec {}
+
+impl<'a> BytesDecode<'a> for SymbolNamesCodec {
+    type DItem = SymbolNames;
+    fn bytes_decode(bytes: &'a [u8]) -> Result<SymbolNames, BoxedError> {
+        let mut r = Reader(bytes);
+        let n = r.u32()? as usize;
+        let mut out = SymbolNames::default();
+        for _ in 0..n {
+            let len = r.u32()? as usize;
+            let name = std::str::from_utf8(r.take(len)?).map_err(|_| Corrupt)?;
+            r.skip_str()?; // qualified
+            r.skip_str()?; // kind
+            let start_line = r.u32()?;
+            r.u32()?; // end line
+            r.skip_str()?; // signature
+            match r.u8()? {
+                0 => {}
+                1 => r.skip_str()?,
+                _ => return Err(Corrupt.into()),
+            }
+            out.push(start_line, name);
+        }
+        out.sort();
         Ok(out)
     }
 }
@@ -327,6 +361,18 @@ mod tests {
         }];
         let bytes = SymbolsCodec::bytes_encode(&symbols).unwrap();
         assert_eq!(SymbolsCodec::bytes_decode(&bytes).unwrap(), symbols);
+        // The names alone, read from the same bytes, in order of first line.
+        let names = SymbolNamesCodec::bytes_decode(&bytes).unwrap();
+        let mut expected: Vec<(u32, &str)> = symbols
+            .iter()
+            .map(|s| (s.start_line, s.name.as_str()))
+            .collect();
+        expected.sort_by_key(|(line, _)| *line);
+        for (line, name) in &expected {
+            assert!(names.starting_within(*line, *line).any(|n| n == *name));
+        }
+        assert_eq!(names.starting_within(0, u32::MAX).count(), symbols.len());
+        assert!(SymbolNamesCodec::bytes_decode(&bytes[..bytes.len() - 1]).is_err());
         let refs = crate::chunk::syntax::chunk_file(
             "python",
             "from .a import b as c\nclass K(Base):\n    def f(self):\n        self.g(c(1))\n",

@@ -28,8 +28,8 @@ pub use crate::chunk::syntax::refs::FileRefs;
 use crate::error::IndexError;
 pub use ann::Error as AnnError;
 pub use check::Tally;
-use codec::{ChunkCodec, FileCodec, RefsCodec, SymbolsCodec};
-pub use records::{ChunkRecord, EmbeddedChunk, FileRecord, SymbolRecord, VectorState};
+use codec::{ChunkCodec, FileCodec, RefsCodec, SymbolNamesCodec, SymbolsCodec};
+pub use records::{ChunkRecord, EmbeddedChunk, FileRecord, SymbolNames, SymbolRecord, VectorState};
 pub(crate) use vectors::{bytes_vector, vector_bytes};
 
 /// Bump when the on-disk layout of LMDB or tantivy changes: older indexes are rebuilt.

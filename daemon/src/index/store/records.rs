@@ -84,3 +84,36 @@ pub type VectorState = (
     std::collections::HashSet<u64>,
     std::collections::HashSet<u64>,
 );
+
+/// A file's symbols' bare names and first lines, in one buffer: what the ranking stage reads
+/// of every candidate file (the rest of [`SymbolRecord`] is decoded only for the page shown).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SymbolNames {
+    text: String,
+    /// (first line, start and end of the name in `text`), by first line.
+    entries: Vec<(u32, u32, u32)>,
+}
+
+impl SymbolNames {
+    /// Add a symbol (kept in the order added until [`SymbolNames::sort`]).
+    pub fn push(&mut self, start_line: u32, name: &str) {
+        let start = self.text.len() as u32;
+        self.text.push_str(name);
+        self.entries
+            .push((start_line, start, self.text.len() as u32));
+    }
+
+    /// Order the symbols by first line.
+    pub fn sort(&mut self) {
+        self.entries.sort_by_key(|(line, _, _)| *line);
+    }
+
+    /// The names of the symbols whose first line is within `start..=end`, in order.
+    pub fn starting_within(&self, start: u32, end: u32) -> impl Iterator<Item = &str> {
+        let from = self.entries.partition_point(|(line, _, _)| *line < start);
+        self.entries[from..]
+            .iter()
+            .take_while(move |(line, _, _)| *line <= end)
+            .map(|(_, a, b)| &self.text[*a as usize..*b as usize])
+    }
+}

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use lru::LruCache;
 
-use super::{FileRefs, IndexError, Store, SymbolRecord, keys};
+use super::{FileRefs, IndexError, Store, SymbolNames, SymbolNamesCodec, SymbolRecord, keys};
 
 /// Decoded references kept across requests, by estimated size at most: decoding them was
 /// most of a code-graph request's time (`impact` of a wide change reads most files).
@@ -95,6 +95,18 @@ impl Store {
             let refs = Arc::new(self.file_refs.get(rtxn, &key)?.unwrap_or_default());
             self.refs_cache.put(path, record.hash, refs.clone());
             Ok(refs)
+        })
+    }
+
+    /// The bare names and first lines of `path`'s symbols (cheaper than [`Store::symbols_of`]:
+    /// the ranking stage reads them for every candidate file).
+    pub fn symbol_names_of(&self, path: &str) -> Result<SymbolNames, IndexError> {
+        self.read(|rtxn| {
+            Ok(self
+                .file_symbols
+                .remap_data_type::<SymbolNamesCodec>()
+                .get(rtxn, &keys::key(path))?
+                .unwrap_or_default())
         })
     }
 

@@ -82,8 +82,23 @@ fn quantized_cosine_distance(query: &[f32], bytes: &[u8]) -> Option<f32> {
     if values.len() != query.len() {
         return None;
     }
-    let (mut dot, mut nq, mut nv) = (0f32, 0f32, 0f32);
-    for (q, b) in query.iter().zip(values) {
+    // Eight sums per quantity, so the compiler can keep them in one vector register each
+    // (a single running float sum cannot be reordered, so it is not vectorized).
+    const LANES: usize = 8;
+    let (mut dot, mut nq, mut nv) = ([0f32; LANES], [0f32; LANES], [0f32; LANES]);
+    let (q_lanes, q_rest) = query.as_chunks::<LANES>();
+    let (v_lanes, v_rest) = values.as_chunks::<LANES>();
+    for (q, b) in q_lanes.iter().zip(v_lanes) {
+        for i in 0..LANES {
+            let v = f32::from(b[i] as i8);
+            dot[i] += q[i] * v;
+            nq[i] += q[i] * q[i];
+            nv[i] += v * v;
+        }
+    }
+    let (mut dot, mut nq, mut nv): (f32, f32, f32) =
+        (dot.iter().sum(), nq.iter().sum(), nv.iter().sum());
+    for (q, b) in q_rest.iter().zip(v_rest) {
         let v = f32::from(*b as i8);
         dot += q * v;
         nq += q * q;
