@@ -4,8 +4,8 @@
 //! [`EmbedConfig::from_env`]:
 //! - `builtin` (default, [`words`]): paraphrase-MiniLM-L3-v2, compiled into the binary
 //!   (4-bit weights from the `pocket-encoder` crate, run by `amanmcp-encoder` in pure Rust), embeds each
-//!   word once; a text's vector is the sum of its words'. Offline, no set-up, thousands of
-//!   chunks a second once the words are known.
+//!   word once; a text's vector is the sum of its words', each weighed by the square root of
+//!   its count. Offline, no set-up, thousands of chunks a second once the words are known.
 //! - `minilm` ([`minilm`]): the same model run over each whole text: contextual, ~100
 //!   chunks/s on 2 cores.
 //! - `ollama`: an Ollama server's `/api/embed`, batched.
