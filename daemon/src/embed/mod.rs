@@ -19,6 +19,7 @@ pub mod cache;
 mod http;
 mod minilm;
 mod table;
+mod terms;
 pub mod words;
 pub mod worker;
 

@@ -13,7 +13,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use super::cache::SharedCache;
-use super::words::{WordModel, put_words, word_hash, words};
+use super::terms::words;
+use super::words::{WordModel, put_words, word_hash};
 
 const CODE_WORDS: &str = include_str!("code-words.txt");
 
