@@ -75,37 +75,62 @@ fn cosine_distance(a: &[f32], b: &[f32]) -> f32 {
     if norm > 0.0 { 1.0 - dot / norm } else { 1.0 }
 }
 
-/// [`cosine_distance`] from `query` to the vector [`quantized_bytes`] stored, read in place
-/// (the scale cancels out). `None` if the dimensions differ.
-fn quantized_cosine_distance(query: &[f32], bytes: &[u8]) -> Option<f32> {
-    let values = bytes.get(4..)?;
-    if values.len() != query.len() {
-        return None;
-    }
-    // Eight sums per quantity, so the compiler can keep them in one vector register each
-    // (a single running float sum cannot be reordered, so it is not vectorized).
-    const LANES: usize = 8;
-    let (mut dot, mut nq, mut nv) = ([0f32; LANES], [0f32; LANES], [0f32; LANES]);
-    let (q_lanes, q_rest) = query.as_chunks::<LANES>();
-    let (v_lanes, v_rest) = values.as_chunks::<LANES>();
-    for (q, b) in q_lanes.iter().zip(v_lanes) {
-        for i in 0..LANES {
-            let v = f32::from(b[i] as i8);
-            dot[i] += q[i] * v;
-            nq[i] += q[i] * q[i];
-            nv[i] += v * v;
+/// Sums of products kept in this many lanes, so the compiler can hold each in one vector
+/// register (a single running float sum cannot be reordered, so it is not vectorized).
+const LANES: usize = 8;
+
+/// A query vector made ready for [`Probe::distance`] to many stored vectors: its squared norm
+/// is summed once, not once per candidate.
+struct Probe<'a> {
+    query: &'a [f32],
+    norm_squared: f32,
+}
+
+impl<'a> Probe<'a> {
+    fn new(query: &'a [f32]) -> Probe<'a> {
+        let mut lanes = [0f32; LANES];
+        let (chunks, rest) = query.as_chunks::<LANES>();
+        for q in chunks {
+            for i in 0..LANES {
+                lanes[i] += q[i] * q[i];
+            }
+        }
+        let mut norm_squared: f32 = lanes.iter().sum();
+        for q in rest {
+            norm_squared += q * q;
+        }
+        Probe {
+            query,
+            norm_squared,
         }
     }
-    let (mut dot, mut nq, mut nv): (f32, f32, f32) =
-        (dot.iter().sum(), nq.iter().sum(), nv.iter().sum());
-    for (q, b) in q_rest.iter().zip(v_rest) {
-        let v = f32::from(*b as i8);
-        dot += q * v;
-        nq += q * q;
-        nv += v * v;
+
+    /// [`cosine_distance`] from the query to the vector [`quantized_bytes`] stored, read in
+    /// place (the scale cancels out). `None` if the dimensions differ.
+    fn distance(&self, bytes: &[u8]) -> Option<f32> {
+        let values = bytes.get(4..)?;
+        if values.len() != self.query.len() {
+            return None;
+        }
+        let (mut dot, mut nv) = ([0f32; LANES], [0f32; LANES]);
+        let (q_lanes, q_rest) = self.query.as_chunks::<LANES>();
+        let (v_lanes, v_rest) = values.as_chunks::<LANES>();
+        for (q, b) in q_lanes.iter().zip(v_lanes) {
+            for i in 0..LANES {
+                let v = f32::from(b[i] as i8);
+                dot[i] += q[i] * v;
+                nv[i] += v * v;
+            }
+        }
+        let (mut dot, mut nv): (f32, f32) = (dot.iter().sum(), nv.iter().sum());
+        for (q, b) in q_rest.iter().zip(v_rest) {
+            let v = f32::from(*b as i8);
+            dot += q * v;
+            nv += v * v;
+        }
+        let norm = (self.norm_squared * nv).sqrt();
+        Some(if norm > 0.0 { 1.0 - dot / norm } else { 1.0 })
     }
-    let norm = (nq * nv).sqrt();
-    Some(if norm > 0.0 { 1.0 - dot / norm } else { 1.0 })
 }
 
 impl Store {
@@ -225,13 +250,13 @@ impl Store {
         })
     }
 
-    /// The cosine distance from `query` to a chunk's cached (int8) vector, without decoding
-    /// its record or the vector: `None` when either is missing.
+    /// The cosine distance from the probe's query to a chunk's cached (int8) vector, without
+    /// decoding its record or the vector: `None` when either is missing.
     fn cached_distance(
         &self,
         rtxn: &RoTxn,
         chunk_id: u64,
-        query: &[f32],
+        probe: &Probe,
     ) -> Result<Option<f32>, Fail> {
         let Some(record) = self
             .chunks
@@ -246,7 +271,7 @@ impl Store {
         Ok(self
             .embed_cache
             .get(rtxn, &hash)?
-            .and_then(|bytes| quantized_cosine_distance(query, bytes)))
+            .and_then(|bytes| probe.distance(bytes)))
     }
 
     /// The exact vector of a chunk: its text's entry in `embed_cache`.
@@ -328,10 +353,11 @@ impl Store {
             )?;
             // Re-score the sign-bit candidates with the cached (int8) vectors; the vector of a
             // removed chunk (waiting in the main graph to be dropped) is skipped.
+            let probe = Probe::new(query);
             let mut scored = Vec::with_capacity(found.len());
             for (id, approximate) in found {
                 let id = u64::from(id);
-                match self.cached_distance(rtxn, id, query)? {
+                match self.cached_distance(rtxn, id, &probe)? {
                     Some(distance) => scored.push((id, distance)),
                     None if self
                         .chunks
@@ -497,7 +523,7 @@ mod tests {
             let kept = cosine_distance(&stored, &b);
             assert!((exact - kept).abs() < 2e-3, "{exact} vs {kept}");
             // Read in place, the same distance as the decoded vector's.
-            let in_place = quantized_cosine_distance(&b, &quantized_bytes(&a)).unwrap();
+            let in_place = Probe::new(&b).distance(&quantized_bytes(&a)).unwrap();
             assert!((in_place - kept).abs() < 1e-5, "{in_place} vs {kept}");
         }
         assert_eq!(
@@ -506,7 +532,7 @@ mod tests {
         );
         assert!(dequantized_vector(&[1, 2]).is_empty());
         assert_eq!(
-            quantized_cosine_distance(&[1.0; 3], &quantized_bytes(&[1.0; 4])),
+            Probe::new(&[1.0; 3]).distance(&quantized_bytes(&[1.0; 4])),
             None
         );
     }
