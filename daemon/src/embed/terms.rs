@@ -87,7 +87,7 @@ pub(super) fn query_weights(text: &str) -> HashMap<String, f32> {
 
 /// The [`words`] of a document, each weighed by [`term_weight`], those of its first line
 /// (its title: path and symbol) counted [`TITLE_WEIGHT`] times more.
-pub(super) fn document_words(text: &str) -> HashMap<String, f32> {
+pub(super) fn document_weights(text: &str) -> HashMap<String, f32> {
     let (title, body) = text.split_once('\n').unwrap_or((text, ""));
     let mut out = query_weights(body);
     for (word, n) in words(title) {
@@ -124,18 +124,18 @@ mod tests {
 
     #[test]
     fn a_documents_first_line_counts_more() {
-        let counts = document_words("src/sync/broadcast.rs Sender\nfn send() { broadcast() }");
+        let counts = document_weights("src/sync/broadcast.rs Sender\nfn send() { broadcast() }");
         let title = TITLE_WEIGHT as f32;
         assert_eq!(counts["broadcast"], title + 1.0);
         assert_eq!(counts["sender"], title);
         assert_eq!(counts["send"], 1.0);
         assert!(counts["sender"] > counts["send"]);
-        assert_eq!(document_words("one line only")["line"], title);
+        assert_eq!(document_weights("one line only")["line"], title);
     }
 
     #[test]
     fn a_repeated_word_weighs_the_root_of_its_count() {
-        let weights = document_words("src/retry.rs\nretry retry retry retry backoff");
+        let weights = document_weights("src/retry.rs\nretry retry retry retry backoff");
         assert_eq!(weights["backoff"], 1.0);
         // Four times in the body: twice the weight of once, not four times.
         assert_eq!(weights["retry"], 2.0 + TITLE_WEIGHT as f32);

@@ -4,8 +4,9 @@
 //! `http`, `response`). Each distinct word is run through the model once, alone, and its
 //! vector kept; the direction every common word shares (the mean of a fixed list of common
 //! words) is taken out of it, so generic words weigh little. A text's vector is the sum of
-//! its words' vectors, each weighed by the square root of how often it occurs, normalized. A chunk costs a few
-//! lookups once its words are known, and a query a few model runs at most.
+//! its words' vectors, each weighed by the square root of how often it occurs, normalized.
+//! A chunk costs a few lookups once its words are known, and a query a few model runs at
+//! most.
 //!
 //! Deterministic: the same text gives the same vector in every process, so vectors can be
 //! cached by text and shared between projects.
@@ -21,7 +22,7 @@ use amanmcp_encoder::{DIMENSIONS, Encoder};
 
 use super::cache::{SharedCache, model_key};
 use super::table::{self, Activity};
-use super::terms::{document_words, query_weights, weighting_id};
+use super::terms::{document_weights, query_weights, weighting_id};
 use super::{EmbedError, Embedder, Purpose, normalize};
 
 /// Words of every kind of text; their mean vector is the direction removed from each word.
@@ -303,18 +304,17 @@ impl Words {
     /// of them), each with its weight ([`term_weight`]).
     fn text_vector(
         &self,
-        counts: &HashMap<String, f32>,
+        weights: &HashMap<String, f32>,
         vectors: &HashMap<String, Box<[f16]>>,
     ) -> Vec<f32> {
         let mut sum = vec![0f32; DIMENSIONS];
         // A fixed order, so float sums are the same in every process.
-        let mut entries: Vec<(&String, &f32)> = counts.iter().collect();
+        let mut entries: Vec<(&String, &f32)> = weights.iter().collect();
         entries.sort_by(|a, b| a.0.cmp(b.0));
-        for (word, count) in entries {
+        for (word, &weight) in entries {
             let Some(vector) = vectors.get(word) else {
                 continue;
             };
-            let weight = *count;
             for (s, v) in sum.iter_mut().zip(vector.iter()) {
                 *s += weight * v.to_f32();
             }
@@ -362,18 +362,18 @@ impl Embedder for Words {
 
     fn embed(&self, texts: &[String], purpose: Purpose) -> Result<Vec<Vec<f32>>, EmbedError> {
         let _busy = (purpose == Purpose::Document).then(|| self.activity.begin());
-        let counts: Vec<HashMap<String, f32>> = match purpose {
-            Purpose::Document => texts.iter().map(|t| document_words(t)).collect(),
+        let weights: Vec<HashMap<String, f32>> = match purpose {
+            Purpose::Document => texts.iter().map(|t| document_weights(t)).collect(),
             Purpose::Query => texts.iter().map(|t| query_weights(t)).collect(),
         };
         let pool = match purpose {
             Purpose::Document => &self.documents,
             Purpose::Query => &self.queries,
         };
-        let vectors = self.batch_vectors(&counts, pool)?;
-        Ok(counts
+        let vectors = self.batch_vectors(&weights, pool)?;
+        Ok(weights
             .iter()
-            .map(|c| self.text_vector(c, &vectors))
+            .map(|w| self.text_vector(w, &vectors))
             .collect())
     }
 

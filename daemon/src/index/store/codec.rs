@@ -69,6 +69,13 @@ impl<'a> Reader<'a> {
         let n = self.u32()? as usize;
         self.take(n).map(|_| ())
     }
+    fn skip_opt_str(&mut self) -> Result<(), Corrupt> {
+        match self.u8()? {
+            0 => Ok(()),
+            1 => self.skip_str(),
+            _ => Err(Corrupt),
+        }
+    }
     fn opt_string(&mut self) -> Result<Option<String>, Corrupt> {
         match self.u8()? {
             0 => Ok(None),
@@ -218,11 +225,7 @@ impl<'a> BytesDecode<'a> for SymbolNamesCodec {
             let start_line = r.u32()?;
             r.u32()?; // end line
             r.skip_str()?; // signature
-            match r.u8()? {
-                0 => {}
-                1 => r.skip_str()?,
-                _ => return Err(Corrupt.into()),
-            }
+            r.skip_opt_str()?; // parent
             out.push(start_line, name);
         }
         out.sort();

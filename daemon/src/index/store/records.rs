@@ -96,7 +96,7 @@ pub struct SymbolNames {
 
 impl SymbolNames {
     /// Add a symbol (kept in the order added until [`SymbolNames::sort`]).
-    pub fn push(&mut self, start_line: u32, name: &str) {
+    pub(super) fn push(&mut self, start_line: u32, name: &str) {
         let start = self.text.len() as u32;
         self.text.push_str(name);
         self.entries
@@ -104,7 +104,7 @@ impl SymbolNames {
     }
 
     /// Order the symbols by first line.
-    pub fn sort(&mut self) {
+    pub(super) fn sort(&mut self) {
         self.entries.sort_by_key(|(line, _, _)| *line);
     }
 
