@@ -1,6 +1,8 @@
 //! One query across projects (`projects` on `search` and `usages`) through the real shim and
 //! daemon: a service and its client library, two projects of one daemon.
 
+use std::path::{Path, PathBuf};
+
 use amanmcp_tests::{Shim, TestEnv, result_paths};
 use serde_json::{Value, json};
 
@@ -16,8 +18,15 @@ def refund_order(order):
     return issue_refund(order.id, order.total)
 ";
 
+/// The two projects: a service, and a client library calling it.
+fn service_and_client(env: &TestEnv) -> (PathBuf, PathBuf) {
+    let service = env.project("service", &[("billing/refunds.py", SERVICE_PY)]);
+    let client = env.project("client", &[("sdk/orders.py", CLIENT_PY)]);
+    (service, client)
+}
+
 /// A shim on `root`, its index ready: a search for `query` finds `path`.
-fn ready_shim(env: &TestEnv, root: &std::path::Path, query: &str, path: &str) -> Shim {
+fn ready_shim(env: &TestEnv, root: &Path, query: &str, path: &str) -> Shim {
     let mut shim = Shim::start(env, root);
     shim.initialize();
     shim.search_until(query, path);
@@ -32,8 +41,7 @@ fn structured(reply: &Value) -> &Value {
 #[test]
 fn search_and_usages_reach_the_other_indexed_projects_when_asked() {
     let env = TestEnv::new();
-    let service = env.project("service", &[("billing/refunds.py", SERVICE_PY)]);
-    let client = env.project("client", &[("sdk/orders.py", CLIENT_PY)]);
+    let (service, client) = service_and_client(&env);
     let _on_service = ready_shim(&env, &service, "issue_refund", "billing/refunds.py");
     let mut shim = ready_shim(&env, &client, "refund_order", "sdk/orders.py");
     let service_root = service.to_str().unwrap();
@@ -136,8 +144,7 @@ fn search_and_usages_reach_the_other_indexed_projects_when_asked() {
 #[test]
 fn amanctl_lists_indexed_projects_and_forgets_them() {
     let env = TestEnv::new();
-    let service = env.project("service", &[("billing/refunds.py", SERVICE_PY)]);
-    let client = env.project("client", &[("sdk/orders.py", CLIENT_PY)]);
+    let (service, client) = service_and_client(&env);
     for root in [&service, &client] {
         let ran = env.amanctl_on(root, &["index"]);
         assert!(ran.ok(), "{}", ran.text());
@@ -216,8 +223,7 @@ fn amanctl_lists_indexed_projects_and_forgets_them() {
 #[test]
 fn an_indexed_root_replaced_by_a_symlink_is_not_followed_by_all() {
     let env = TestEnv::new();
-    let service = env.project("service", &[("billing/refunds.py", SERVICE_PY)]);
-    let client = env.project("client", &[("sdk/orders.py", CLIENT_PY)]);
+    let (service, client) = service_and_client(&env);
     let secret = env.project(
         "never-indexed",
         &[("notes.py", "def issue_refund_private_notes():\n    pass\n")],
@@ -254,8 +260,7 @@ fn an_indexed_root_replaced_by_a_symlink_is_not_followed_by_all() {
 #[test]
 fn callers_reach_a_client_project_when_asked() {
     let env = TestEnv::new();
-    let service = env.project("service", &[("billing/refunds.py", SERVICE_PY)]);
-    let client = env.project("client", &[("sdk/orders.py", CLIENT_PY)]);
+    let (service, client) = service_and_client(&env);
     let _on_client = ready_shim(&env, &client, "refund_order", "sdk/orders.py");
     let mut shim = ready_shim(&env, &service, "issue_refund", "billing/refunds.py");
     let client_root = client.to_str().unwrap();
