@@ -1,7 +1,10 @@
-//! Hybrid ranking: BM25 and vector candidates fused by reciprocal rank fusion.
+//! Hybrid ranking: BM25 and vector candidates fused into one ranking.
 //!
-//! `score(chunk) = w_lexical / (k + rank_lexical) + w_semantic / (k + rank_semantic)`, ranks
-//! from 1, a missing rank contributing nothing (Cormack et al., k = 60).
+//! Two rankings are fused by reciprocal rank fusion (Cormack et al., k = 60): `score(chunk) =
+//! w_lexical / (k + rank_lexical) + w_semantic / (k + rank_semantic)`, ranks from 1, a missing
+//! rank contributing nothing. A single ranking (semantic mode, or no chunk holding any of
+//! the query's words) keeps its own scores, each over the best: RRF's `1/61, 1/62, ...` would
+//! tell the ranking stage that the fortieth vector is as near as the first.
 
 use std::collections::HashMap;
 
@@ -94,22 +97,39 @@ impl Fusion {
         }
     }
 
-    /// Fuse two rankings of chunk ids (best first) into one, best first, with RRF scores.
-    pub fn fuse(&self, lexical: &[u64], semantic: &[u64]) -> Vec<(u64, f32)> {
+    /// Fuse two rankings of (chunk id, score), best first (BM25 scores; similarities, larger
+    /// is nearer), into one, best first, with fused scores.
+    pub fn fuse(&self, lexical: &[(u64, f32)], semantic: &[(u64, f32)]) -> Vec<(u64, f32)> {
         let mut scores: HashMap<u64, f32> = HashMap::new();
-        for (ranking, weight) in [
-            (lexical, self.lexical_weight),
-            (semantic, self.semantic_weight),
-        ] {
-            for (rank, id) in ranking.iter().enumerate() {
-                *scores.entry(*id).or_default() += weight / (self.k + rank as f32 + 1.0);
+        if lexical.is_empty() || semantic.is_empty() {
+            let ranking = if lexical.is_empty() {
+                semantic
+            } else {
+                lexical
+            };
+            let best = ranking.iter().map(|(_, s)| *s).fold(f32::EPSILON, f32::max);
+            for (id, score) in ranking {
+                scores.entry(*id).or_insert((score / best).max(0.0));
+            }
+        } else {
+            for (ranking, weight) in [
+                (lexical, self.lexical_weight),
+                (semantic, self.semantic_weight),
+            ] {
+                for (rank, (id, _)) in ranking.iter().enumerate() {
+                    *scores.entry(*id).or_default() += weight / (self.k + rank as f32 + 1.0);
+                }
             }
         }
         let mut fused: Vec<(u64, f32)> = scores.into_iter().collect();
         // Ties: the better lexical rank, then the better semantic rank (every id has one
         // or the other), never the id, which says only when a chunk was indexed.
-        let rank_in = |ranking: &[u64]| -> HashMap<u64, usize> {
-            ranking.iter().enumerate().map(|(r, id)| (*id, r)).collect()
+        let rank_in = |ranking: &[(u64, f32)]| -> HashMap<u64, usize> {
+            ranking
+                .iter()
+                .enumerate()
+                .map(|(r, (id, _))| (*id, r))
+                .collect()
         };
         let (lexical_rank, semantic_rank) = (rank_in(lexical), rank_in(semantic));
         let rank =
@@ -163,14 +183,32 @@ pub fn without_overlaps<'a>(hits: impl Iterator<Item = (&'a str, u32, u32)>) -> 
 mod tests {
     use super::*;
 
+    /// A ranking of `ids` with falling scores.
+    fn ranked(ids: &[u64]) -> Vec<(u64, f32)> {
+        ids.iter()
+            .enumerate()
+            .map(|(i, id)| (*id, 10.0 - i as f32))
+            .collect()
+    }
+
     #[test]
     fn rrf_rewards_agreement() {
-        let fused = Fusion::default().fuse(&[1, 2, 3], &[3, 4, 1]);
+        let fused = Fusion::default().fuse(&ranked(&[1, 2, 3]), &ranked(&[3, 4, 1]));
         let order: Vec<u64> = fused.iter().map(|(id, _)| *id).collect();
         // 1 and 3 tie at 1/61 + 1/63 (1 has the better lexical rank); 2 and 4 tie at 1/62.
         assert_eq!(order, vec![1, 3, 2, 4]);
         let expected = 1.0 / 61.0 + 1.0 / 63.0;
         assert!((fused[0].1 - expected).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_single_ranking_keeps_its_scores_gaps() {
+        // Semantic mode: the second vector is half as near as the first, not 60/61 as close.
+        let fused = Fusion::default().fuse(&[], &[(7, 0.8), (8, 0.4), (9, -0.2)]);
+        assert_eq!(fused, vec![(7, 1.0), (8, 0.5), (9, 0.0)]);
+        // BM25's candidates alone (no vector candidate): their scores, the same way.
+        let fused = Fusion::default().fuse(&[(3, 12.0), (4, 3.0)], &[]);
+        assert_eq!(fused, vec![(3, 1.0), (4, 0.25)]);
     }
 
     #[test]
@@ -180,7 +218,11 @@ mod tests {
             lexical_weight: 0.0,
             semantic_weight: 1.0,
         };
-        let order: Vec<u64> = fusion.fuse(&[1, 2], &[2, 1]).iter().map(|x| x.0).collect();
+        let order: Vec<u64> = fusion
+            .fuse(&ranked(&[1, 2]), &ranked(&[2, 1]))
+            .iter()
+            .map(|x| x.0)
+            .collect();
         assert_eq!(order, vec![2, 1]);
     }
 
@@ -222,7 +264,7 @@ mod tests {
         };
         // BM25: 1 far ahead of 2 and 3; the vectors put 3 first. RRF alone ties 1 and 3.
         let bm25 = [(1, 30.0), (2, 6.0), (3, 5.0)];
-        let fused = Fusion::default().fuse(&[1, 2, 3], &[3, 4, 1]);
+        let fused = Fusion::default().fuse(&ranked(&[1, 2, 3]), &ranked(&[3, 4, 1]));
         let mut hits: Vec<LexicalHit> = fused.iter().map(|(id, s)| hit(*id, *s)).collect();
         keep_lexical_gaps(&mut hits, &bm25, 1.0);
         let order: Vec<u64> = hits.iter().map(|h| h.chunk_id).collect();

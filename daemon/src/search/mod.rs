@@ -329,12 +329,12 @@ impl Searcher<'_> {
         &self,
         lexical_hits: Vec<LexicalHit>,
         lexical_total: u64,
-        semantic: &[u64],
+        semantic: &[(u64, f32)],
         fusion: &Fusion,
         excluded: Option<&dyn Fn(&LexicalHit) -> bool>,
     ) -> Result<(Vec<LexicalHit>, u64), Error> {
-        let lexical_ids: Vec<u64> = lexical_hits.iter().map(|h| h.chunk_id).collect();
-        let fused = fusion.fuse(&lexical_ids, semantic);
+        let lexical: Vec<(u64, f32)> = lexical_hits.iter().map(|h| (h.chunk_id, h.score)).collect();
+        let fused = fusion.fuse(&lexical, semantic);
         let mut by_id: HashMap<u64, LexicalHit> =
             lexical_hits.into_iter().map(|h| (h.chunk_id, h)).collect();
         let missing: Vec<u64> = fused

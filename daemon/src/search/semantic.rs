@@ -17,7 +17,7 @@ impl Searcher<'_> {
         query_vector: impl FnOnce(&Embedding) -> Result<Arc<Vec<f32>>, EmbedError>,
         depth: usize,
         filters: &Filters,
-    ) -> Result<(Vec<u64>, bool), String> {
+    ) -> Result<(Vec<(u64, f32)>, bool), String> {
         let Some(embedding) = &self.config.embedding else {
             return Err("semantic search is off (AMANMCP_EMBEDDER=off)".into());
         };
@@ -32,7 +32,12 @@ impl Searcher<'_> {
             .nearest(&vector, depth, candidates.as_ref(), self.config.ann_effort)
             .map_err(|e| e.to_string())?;
         let complete = self.index.progress.pending.load(Ordering::Relaxed) == 0;
-        Ok((found.into_iter().map(|(id, _)| id).collect(), complete))
+        // Cosine distances to similarities: larger is nearer, as fusion expects.
+        let ranking = found
+            .into_iter()
+            .map(|(id, distance)| (id, 1.0 - distance))
+            .collect();
+        Ok((ranking, complete))
     }
 
     /// Chunk ids of the files passing the path and language filters.
