@@ -278,6 +278,8 @@ fn a_rare_word_finds_its_only_chunk_before_what_meaning_alone_found() {
     );
     let why = hybrid["results"][0]["why"].to_string();
     assert!(why.contains("holding the query's words"), "{hybrid}");
+    // And how fusion saw it: its rank in each leg.
+    assert!(why.contains("BM25 #1"), "{hybrid}");
     // What meaning alone found still follows.
     assert!(hybrid["results"].as_array().unwrap().len() > 1, "{hybrid}");
 }

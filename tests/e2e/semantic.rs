@@ -111,6 +111,9 @@ fn the_builtin_embedder_finds_code_by_paraphrase_offline() {
         let content = search(&mut shim, json!({"query": query, "mode": "semantic"}));
         assert_eq!(first_path(&content), want, "{query}: {content}");
         assert_eq!(content["semantic"], true, "{content}");
+        // The answer says how it was found: its rank among the nearest vectors.
+        let why = content["results"][0]["why"].to_string();
+        assert!(why.contains("vectors #"), "{content}");
         assert_eq!(content["vectors_complete"], true, "{content}");
         assert_eq!(content["index"]["state"], "ready", "{content}");
         assert_eq!(content["index"]["embedded"], content["index"]["chunks"]);
@@ -125,6 +128,8 @@ fn the_builtin_embedder_finds_code_by_paraphrase_offline() {
         );
         let hybrid = search(&mut shim, json!({"query": query}));
         assert_eq!(first_path(&hybrid), want, "hybrid {query}: {hybrid}");
+        let why = hybrid["results"][0]["why"].to_string();
+        assert!(why.contains("vectors #"), "{hybrid}");
     }
 
     // Pagination: pages do not overlap and add up to the first two results.

@@ -124,14 +124,7 @@ impl Fusion {
         let mut fused: Vec<(u64, f32)> = scores.into_iter().collect();
         // Ties: the better lexical rank, then the better semantic rank (every id has one
         // or the other), never the id, which says only when a chunk was indexed.
-        let rank_in = |ranking: &[(u64, f32)]| -> HashMap<u64, usize> {
-            ranking
-                .iter()
-                .enumerate()
-                .map(|(r, (id, _))| (*id, r))
-                .collect()
-        };
-        let (lexical_rank, semantic_rank) = (rank_in(lexical), rank_in(semantic));
+        let (lexical_rank, semantic_rank) = (ranks(lexical), ranks(semantic));
         let rank =
             |ranks: &HashMap<u64, usize>, id: &u64| ranks.get(id).copied().unwrap_or(usize::MAX);
         fused.sort_by(|a, b| {
@@ -141,6 +134,49 @@ impl Fusion {
         });
         fused
     }
+}
+
+/// Each id's rank (from 0) in a ranking.
+pub fn ranks(ranking: &[(u64, f32)]) -> HashMap<u64, usize> {
+    ranking
+        .iter()
+        .enumerate()
+        .map(|(rank, (id, _))| (*id, rank))
+        .collect()
+}
+
+/// How fusion saw a hit, for its `why`: its rank in each leg (from 0; `None`: not among
+/// that leg's candidates) and, when the legs were not weighed alike, their weights. `fused`:
+/// whether both legs ran (semantic mode has only the vectors).
+pub fn legs_why(
+    fusion: &Fusion,
+    lexical: Option<usize>,
+    semantic: Option<usize>,
+    fused: bool,
+) -> String {
+    if !fused {
+        return match (lexical, semantic) {
+            (Some(l), _) => format!("BM25 #{}", l + 1),
+            (None, Some(s)) => format!("vectors #{}", s + 1),
+            (None, None) => String::new(),
+        };
+    }
+    let mut why = match (lexical, semantic) {
+        (Some(l), Some(s)) => format!("BM25 #{}, vectors #{}", l + 1, s + 1),
+        (Some(l), None) => format!("BM25 #{} (not among the nearest vectors)", l + 1),
+        (None, Some(s)) => format!("vectors #{} (no BM25 match ranked)", s + 1),
+        (None, None) => return String::new(),
+    };
+    if lexical.is_some()
+        && semantic.is_some()
+        && (fusion.lexical_weight - fusion.semantic_weight).abs() > 1e-3
+    {
+        why.push_str(&format!(
+            "; weighed BM25 {:.2}, vectors {:.2}",
+            fusion.lexical_weight, fusion.semantic_weight
+        ));
+    }
+    why
 }
 
 /// Scale fused scores by each chunk's BM25 score over the best, to the power `shape`
@@ -209,6 +245,24 @@ mod tests {
         // BM25's candidates alone (no vector candidate): their scores, the same way.
         let fused = Fusion::default().fuse(&[(3, 12.0), (4, 3.0)], &[]);
         assert_eq!(fused, vec![(3, 1.0), (4, 0.25)]);
+    }
+
+    #[test]
+    fn the_why_names_each_legs_rank_and_uneven_weights() {
+        let even = Fusion::default();
+        assert_eq!(
+            legs_why(&even, Some(1), Some(6), true),
+            "BM25 #2, vectors #7"
+        );
+        assert_eq!(
+            legs_why(&even, None, Some(0), true),
+            "vectors #1 (no BM25 match ranked)"
+        );
+        assert_eq!(
+            legs_why(&even.for_query(32), Some(0), Some(2), true),
+            "BM25 #1, vectors #3; weighed BM25 1.00, vectors 0.50"
+        );
+        assert_eq!(legs_why(&even, None, Some(4), false), "vectors #5");
     }
 
     #[test]

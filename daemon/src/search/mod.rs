@@ -335,6 +335,9 @@ impl Searcher<'_> {
     ) -> Result<(Vec<LexicalHit>, u64), Error> {
         let lexical: Vec<(u64, f32)> = lexical_hits.iter().map(|h| (h.chunk_id, h.score)).collect();
         let fused = fusion.fuse(&lexical, semantic);
+        // Each hit's ranks in the two legs, for its `why`.
+        let (lexical_ranks, semantic_ranks) = (fusion::ranks(&lexical), fusion::ranks(semantic));
+        let both = !lexical.is_empty() && !semantic.is_empty();
         let mut by_id: HashMap<u64, LexicalHit> =
             lexical_hits.into_iter().map(|h| (h.chunk_id, h)).collect();
         let missing: Vec<u64> = fused
@@ -349,6 +352,15 @@ impl Searcher<'_> {
             .filter_map(|(id, score)| {
                 by_id.remove(&id).map(|mut hit| {
                     hit.score = score;
+                    let why = fusion::legs_why(
+                        fusion,
+                        lexical_ranks.get(&id).copied(),
+                        semantic_ranks.get(&id).copied(),
+                        both,
+                    );
+                    if !why.is_empty() {
+                        hit.why.insert(0, why);
+                    }
                     hit
                 })
             })

@@ -273,7 +273,8 @@ pub fn rank(profile: &Profile, hits: Vec<LexicalHit>, view: &dyn IndexView) -> V
         .map(|mut hit| {
             let base = (hit.score / best).max(0.0);
             let (factor, why) = evidence(profile, &file_words, &rarity, &hit, view);
-            hit.why = why;
+            // Retrieval's account (fusion's ranks) first, then the priors.
+            hit.why.extend(why);
             (base * factor.powf(tuned("PRIOR", 1.0)), hit)
         })
         .collect();
