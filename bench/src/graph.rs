@@ -425,7 +425,7 @@ async fn latency(dir: &std::path::Path) -> anyhow::Result<()> {
     }
     let mut impact = Vec::new();
     let mut reached = 0;
-    for _ in 0..5 {
+    for _ in 0..20 {
         let t = Instant::now();
         let reply = client
             .graph(pb::GraphRequest {

@@ -150,6 +150,14 @@ pub(super) fn chunk_hash(bytes: &[u8]) -> Option<u64> {
     bytes.last_chunk::<8>().map(|b| u64::from_le_bytes(*b))
 }
 
+/// The path of an encoded [`ChunkRecord`] without decoding the rest: it is encoded first
+/// (a code-graph request reads the paths of thousands of chunks).
+pub(super) fn chunk_path(bytes: &[u8]) -> Result<&str, BoxedError> {
+    let mut r = Reader(bytes);
+    let len = r.u32()? as usize;
+    Ok(std::str::from_utf8(r.take(len)?).map_err(|_| Corrupt)?)
+}
+
 impl<'a> BytesDecode<'a> for ChunkCodec {
     type DItem = ChunkRecord;
     fn bytes_decode(bytes: &'a [u8]) -> Result<ChunkRecord, BoxedError> {
@@ -231,6 +239,46 @@ impl<'a> BytesDecode<'a> for SymbolNamesCodec {
         out.sort();
         Ok(out)
     }
+}
+
+/// The records of a [`SymbolsCodec`] value whose bare name is `lowercase` in any case; the
+/// others are skipped unread (a name defined in a hundred large files is looked up once
+/// per graph request).
+pub(super) fn symbols_named_in(
+    bytes: &[u8],
+    lowercase: &str,
+) -> Result<Vec<SymbolRecord>, BoxedError> {
+    let mut r = Reader(bytes);
+    let n = r.u32()? as usize;
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let len = r.u32()? as usize;
+        let name = std::str::from_utf8(r.take(len)?).map_err(|_| Corrupt)?;
+        let matches = if name.is_ascii() && lowercase.is_ascii() {
+            name.eq_ignore_ascii_case(lowercase)
+        } else {
+            name.to_lowercase() == lowercase
+        };
+        if !matches {
+            r.skip_str()?; // qualified
+            r.skip_str()?; // kind
+            r.u32()?; // start line
+            r.u32()?; // end line
+            r.skip_str()?; // signature
+            r.skip_opt_str()?; // parent
+            continue;
+        }
+        out.push(SymbolRecord {
+            name: name.to_string(),
+            qualified: r.string()?,
+            kind: r.string()?,
+            start_line: r.u32()?,
+            end_line: r.u32()?,
+            signature: r.string()?,
+            parent: r.opt_string()?,
+        });
+    }
+    Ok(out)
 }
 
 /// [`FileRefs`]: the references (name, line, kind, receiver), the imports (module, name,
@@ -353,6 +401,9 @@ mod tests {
         let bytes = ChunkCodec::bytes_encode(&chunk).unwrap();
         assert_eq!(ChunkCodec::bytes_decode(&bytes).unwrap(), chunk);
         assert!(ChunkCodec::bytes_decode(&bytes[..5]).is_err());
+        assert_eq!(chunk_path(&bytes).unwrap(), chunk.path);
+        assert_eq!(chunk_hash(&bytes), Some(7));
+        assert!(chunk_path(&bytes[..5]).is_err());
         let symbols = vec![SymbolRecord {
             name: "request".into(),
             qualified: "Session.request".into(),
@@ -376,6 +427,18 @@ mod tests {
         }
         assert_eq!(names.starting_within(0, u32::MAX).count(), symbols.len());
         assert!(SymbolNamesCodec::bytes_decode(&bytes[..bytes.len() - 1]).is_err());
+        // Looked up by name, any case: exactly the records the full decode has.
+        for symbol in &symbols {
+            let lowercase = symbol.name.to_lowercase();
+            let want: Vec<&SymbolRecord> = symbols
+                .iter()
+                .filter(|s| s.name.to_lowercase() == lowercase)
+                .collect();
+            let found = symbols_named_in(&bytes, &lowercase).unwrap();
+            assert_eq!(found.iter().collect::<Vec<_>>(), want);
+        }
+        assert!(symbols_named_in(&bytes, "absent").unwrap().is_empty());
+        assert!(symbols_named_in(&bytes[..bytes.len() - 1], "absent").is_err());
         let refs = crate::chunk::syntax::chunk_file(
             "python",
             "from .a import b as c\nclass K(Base):\n    def f(self):\n        self.g(c(1))\n",

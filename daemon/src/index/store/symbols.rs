@@ -5,7 +5,11 @@ use std::sync::{Arc, Mutex};
 
 use lru::LruCache;
 
-use super::{FileRefs, IndexError, Store, SymbolNames, SymbolNamesCodec, SymbolRecord, keys};
+use heed::types::Bytes;
+
+use super::{
+    FileRefs, IndexError, Store, SymbolNames, SymbolNamesCodec, SymbolRecord, codec, keys,
+};
 
 /// Decoded references kept across requests, by estimated size at most: decoding them was
 /// most of a code-graph request's time (`impact` of a wide change reads most files).
@@ -136,13 +140,14 @@ impl Store {
                 }
             }
             let mut out = Vec::new();
+            let raw = self.file_symbols.remap_data_type::<Bytes>();
             for path in paths {
-                let symbols = self.file_symbols.get(rtxn, &keys::key(&path))?;
-                for symbol in symbols.unwrap_or_default() {
-                    if symbol.name.to_lowercase() == name {
-                        out.push((path.clone(), symbol));
-                    }
-                }
+                let Some(bytes) = raw.get(rtxn, &keys::key(&path))? else {
+                    continue;
+                };
+                let symbols =
+                    codec::symbols_named_in(bytes, &name).map_err(heed::Error::Decoding)?;
+                out.extend(symbols.into_iter().map(|symbol| (path.clone(), symbol)));
             }
             Ok(out)
         })
@@ -156,13 +161,14 @@ impl Store {
     /// The files of these chunks, each once, in path order.
     pub fn paths_of_chunks(&self, ids: &[u64]) -> Result<Vec<String>, IndexError> {
         self.read(|rtxn| {
+            let raw = self.chunks.remap_data_type::<Bytes>();
             let mut paths = BTreeSet::new();
             for id in ids {
-                if let Some(chunk) = self.chunks.get(rtxn, id)? {
-                    paths.insert(chunk.path);
+                if let Some(bytes) = raw.get(rtxn, id)? {
+                    paths.insert(codec::chunk_path(bytes).map_err(heed::Error::Decoding)?);
                 }
             }
-            Ok(paths.into_iter().collect())
+            Ok(paths.into_iter().map(str::to_string).collect())
         })
     }
 }

@@ -172,7 +172,7 @@ impl Resolver<'_> {
                 if types.contains(&owner.name) {
                     own.push(def.clone());
                 }
-                owners.push((def.clone(), owner.name));
+                owners.push((def.clone(), owner.name.clone()));
             }
         }
         if own.len() > 1 && self.language(path)? == "rust" {

@@ -6,10 +6,11 @@
 
 use std::borrow::Borrow;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::hash::Hash;
 use std::rc::Rc;
 use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
 
 use super::modules::{dir_of, imports_from, module_files};
 use super::rust;
@@ -119,12 +120,12 @@ const PACKAGE_DIRS: &[&str] = &["go", "java", "kotlin", "csharp", "c", "cpp", "s
 /// Resolves references, caching what it reads for one request.
 pub struct Resolver<'v> {
     view: &'v dyn GraphView,
-    symbols: RefCell<HashMap<String, Rc<Vec<SymbolRecord>>>>,
-    refs: RefCell<HashMap<String, Arc<FileRefs>>>,
-    named: RefCell<HashMap<String, Rc<Vec<Def>>>>,
-    languages: RefCell<HashMap<String, String>>,
-    owners: RefCell<HashMap<Def, Option<SymbolRecord>>>,
-    splits: RefCell<HashMap<(String, String), Rc<Split>>>,
+    symbols: RefCell<FxHashMap<String, Rc<Vec<SymbolRecord>>>>,
+    refs: RefCell<FxHashMap<String, Arc<FileRefs>>>,
+    named: RefCell<FxHashMap<String, Rc<Vec<Def>>>>,
+    languages: RefCell<FxHashMap<String, String>>,
+    owners: RefCell<FxHashMap<Def, Option<Rc<SymbolRecord>>>>,
+    splits: RefCell<FxHashMap<(String, String), Rc<Split>>>,
 }
 
 impl<'v> Resolver<'v> {
@@ -204,8 +205,8 @@ impl<'v> Resolver<'v> {
     }
 
     /// The enclosing class-like symbol of a definition, if it is a member of one.
-    pub fn owner(&self, def: &Def) -> Result<Option<SymbolRecord>, IndexError> {
-        cached(&self.owners, def, || self.find_owner(def))
+    pub fn owner(&self, def: &Def) -> Result<Option<Rc<SymbolRecord>>, IndexError> {
+        cached(&self.owners, def, || Ok(self.find_owner(def)?.map(Rc::new)))
     }
 
     fn find_owner(&self, def: &Def) -> Result<Option<SymbolRecord>, IndexError> {
@@ -563,7 +564,7 @@ fn family(language: &str) -> &str {
 /// `cache[key]`, made by `make` the first time it is asked for in this request (the borrow
 /// is released while `make` runs, so it may fill other caches).
 fn cached<Q, K, V>(
-    cache: &RefCell<HashMap<K, V>>,
+    cache: &RefCell<FxHashMap<K, V>>,
     key: &Q,
     make: impl FnOnce() -> Result<V, IndexError>,
 ) -> Result<V, IndexError>

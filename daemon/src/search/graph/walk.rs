@@ -4,6 +4,8 @@
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::rc::Rc;
 
+use rustc_hash::FxHashMap;
+
 use super::resolve::{CLASS_LIKE, Def, Defs, Resolution, Resolver};
 use super::{
     GraphAnswer, GraphView, Impacted, Label, Link, MAX_DEPTH, MAX_EXAMPLES, MAX_FILES, MAX_LINKS,
@@ -28,7 +30,7 @@ pub struct Walk<'v> {
     pub resolver: Resolver<'v>,
     pub complete: bool,
     /// Resolved references per name.
-    mentions: HashMap<String, Rc<Vec<Mention>>>,
+    mentions: FxHashMap<String, Rc<Vec<Mention>>>,
     /// Names whose unresolved calls were counted.
     explained: HashSet<String>,
 }
@@ -46,7 +48,7 @@ impl<'v> Walk<'v> {
         Walk {
             resolver: Resolver::new(view),
             complete: true,
-            mentions: HashMap::new(),
+            mentions: FxHashMap::default(),
             explained: HashSet::new(),
         }
     }
