@@ -76,6 +76,33 @@ impl<'a> Reader<'a> {
             _ => Err(Corrupt),
         }
     }
+    /// A symbol record's name, as a borrowed string.
+    fn name(&mut self) -> Result<&'a str, Corrupt> {
+        let len = self.u32()? as usize;
+        std::str::from_utf8(self.take(len)?).map_err(|_| Corrupt)
+    }
+    /// The fields of a symbol record after its name.
+    fn symbol_after(&mut self, name: String) -> Result<SymbolRecord, Corrupt> {
+        Ok(SymbolRecord {
+            name,
+            qualified: self.string()?,
+            kind: self.string()?,
+            start_line: self.u32()?,
+            end_line: self.u32()?,
+            signature: self.string()?,
+            parent: self.opt_string()?,
+        })
+    }
+    /// Skip the fields of a symbol record after its name; its first line.
+    fn skip_symbol_after(&mut self) -> Result<u32, Corrupt> {
+        self.skip_str()?; // qualified
+        self.skip_str()?; // kind
+        let start_line = self.u32()?;
+        self.u32()?; // end line
+        self.skip_str()?; // signature
+        self.skip_opt_str()?; // parent
+        Ok(start_line)
+    }
     fn opt_string(&mut self) -> Result<Option<String>, Corrupt> {
         match self.u8()? {
             0 => Ok(None),
@@ -201,15 +228,8 @@ impl<'a> BytesDecode<'a> for SymbolsCodec {
         let n = r.u32()? as usize;
         let mut out = Vec::with_capacity(n.min(1 << 16));
         for _ in 0..n {
-            out.push(SymbolRecord {
-                name: r.string()?,
-                qualified: r.string()?,
-                kind: r.string()?,
-                start_line: r.u32()?,
-                end_line: r.u32()?,
-                signature: r.string()?,
-                parent: r.opt_string()?,
-            });
+            let name = r.string()?;
+            out.push(r.symbol_after(name)?);
         }
         Ok(out)
     }
@@ -226,14 +246,8 @@ impl<'a> BytesDecode<'a> for SymbolNamesCodec {
         let n = r.u32()? as usize;
         let mut out = SymbolNames::default();
         for _ in 0..n {
-            let len = r.u32()? as usize;
-            let name = std::str::from_utf8(r.take(len)?).map_err(|_| Corrupt)?;
-            r.skip_str()?; // qualified
-            r.skip_str()?; // kind
-            let start_line = r.u32()?;
-            r.u32()?; // end line
-            r.skip_str()?; // signature
-            r.skip_opt_str()?; // parent
+            let name = r.name()?;
+            let start_line = r.skip_symbol_after()?;
             out.push(start_line, name);
         }
         out.sort();
@@ -252,31 +266,17 @@ pub(super) fn symbols_named_in(
     let n = r.u32()? as usize;
     let mut out = Vec::new();
     for _ in 0..n {
-        let len = r.u32()? as usize;
-        let name = std::str::from_utf8(r.take(len)?).map_err(|_| Corrupt)?;
+        let name = r.name()?;
         let matches = if name.is_ascii() && lowercase.is_ascii() {
             name.eq_ignore_ascii_case(lowercase)
         } else {
             name.to_lowercase() == lowercase
         };
-        if !matches {
-            r.skip_str()?; // qualified
-            r.skip_str()?; // kind
-            r.u32()?; // start line
-            r.u32()?; // end line
-            r.skip_str()?; // signature
-            r.skip_opt_str()?; // parent
-            continue;
+        if matches {
+            out.push(r.symbol_after(name.to_string())?);
+        } else {
+            r.skip_symbol_after()?;
         }
-        out.push(SymbolRecord {
-            name: name.to_string(),
-            qualified: r.string()?,
-            kind: r.string()?,
-            start_line: r.u32()?,
-            end_line: r.u32()?,
-            signature: r.string()?,
-            parent: r.opt_string()?,
-        });
     }
     Ok(out)
 }
