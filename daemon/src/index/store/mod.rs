@@ -116,6 +116,8 @@ pub struct Store {
     long_keys: keys::LongKeys,
     /// Recently read files' decoded references (`symbols::RefsCache`).
     refs_cache: symbols::RefsCache,
+    /// Recently read files' decoded symbols (`symbols::SymbolsCache`).
+    symbols_cache: symbols::SymbolsCache,
 }
 
 impl Store {
@@ -211,6 +213,7 @@ impl Store {
             vector_deletes: deletes,
             long_keys: keys::LongKeys(long_keys),
             refs_cache: symbols::RefsCache::default(),
+            symbols_cache: symbols::SymbolsCache::default(),
         })
     }
 

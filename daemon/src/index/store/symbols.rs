@@ -15,53 +15,81 @@ use super::{
 /// most of a code-graph request's time (`impact` of a wide change reads most files).
 const REFS_CACHE_BYTES: usize = 32 << 20;
 
-/// Recently read files' decoded references, each with the content hash of the file it was
+/// Decoded symbol lists kept across requests, by estimated size at most: after references,
+/// the graph's largest read (every file a walk passes through).
+const SYMBOLS_CACHE_BYTES: usize = 16 << 20;
+
+/// Recently read files' decoded references.
+pub(super) type RefsCache = ContentCache<FileRefs, REFS_CACHE_BYTES>;
+/// Recently read files' decoded symbols.
+pub(super) type SymbolsCache = ContentCache<Vec<SymbolRecord>, SYMBOLS_CACHE_BYTES>;
+
+/// Values decoded from recently read files, each with the content hash of the file it was
 /// read from: an entry is used only while the file's record holds that hash, so it is right
-/// by construction, whatever was written since, and needs no invalidation.
-/// Shared by the store's clones, like the environment.
-#[derive(Default, Clone)]
-pub(super) struct RefsCache(Arc<Mutex<Cached>>);
+/// by construction, whatever was written since, and needs no invalidation. At most `BYTES`
+/// of estimated heap; shared by the store's clones, like the environment.
+pub(super) struct ContentCache<T, const BYTES: usize>(Arc<Mutex<Cached<T>>>);
 
-struct Cached {
-    entries: LruCache<String, (u64, Arc<FileRefs>, usize)>,
-    bytes: usize,
-}
-
-impl Default for Cached {
-    fn default() -> Cached {
-        Cached {
-            entries: LruCache::unbounded(),
-            bytes: 0,
-        }
+impl<T, const BYTES: usize> Clone for ContentCache<T, BYTES> {
+    fn clone(&self) -> Self {
+        ContentCache(self.0.clone())
     }
 }
 
-impl RefsCache {
-    fn get(&self, path: &str, hash: u64) -> Option<Arc<FileRefs>> {
+impl<T, const BYTES: usize> Default for ContentCache<T, BYTES> {
+    fn default() -> Self {
+        ContentCache(Arc::new(Mutex::new(Cached {
+            entries: LruCache::unbounded(),
+            bytes: 0,
+        })))
+    }
+}
+
+struct Cached<T> {
+    entries: LruCache<String, (u64, Arc<T>, usize)>,
+    bytes: usize,
+}
+
+impl<T, const BYTES: usize> ContentCache<T, BYTES> {
+    fn get(&self, path: &str, hash: u64) -> Option<Arc<T>> {
         let mut cached = self.0.lock().unwrap_or_else(|e| e.into_inner());
         match cached.entries.get(path) {
-            Some((h, refs, _)) if *h == hash => Some(refs.clone()),
+            Some((h, value, _)) if *h == hash => Some(value.clone()),
             _ => None,
         }
     }
 
-    fn put(&self, path: &str, hash: u64, refs: Arc<FileRefs>) {
-        let size = estimated_size(&refs);
-        if size > REFS_CACHE_BYTES / 4 {
+    /// Keep `value`, of about `size` bytes (none over a quarter of the budget).
+    fn put(&self, path: &str, hash: u64, value: Arc<T>, size: usize) {
+        if size > BYTES / 4 {
             return;
         }
         let mut cached = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, _, old)) = cached.entries.put(path.to_string(), (hash, refs, size)) {
+        if let Some((_, _, old)) = cached.entries.put(path.to_string(), (hash, value, size)) {
             cached.bytes -= old;
         }
         cached.bytes += size;
-        while cached.bytes > REFS_CACHE_BYTES {
+        while cached.bytes > BYTES {
             let Some((_, (_, _, old))) = cached.entries.pop_lru() else {
                 break;
             };
             cached.bytes -= old;
         }
     }
+}
+
+/// Roughly the heap a decoded symbol list holds.
+fn symbols_size(symbols: &[SymbolRecord]) -> usize {
+    symbols
+        .iter()
+        .map(|s| {
+            120 + s.name.len()
+                + s.qualified.len()
+                + s.kind.len()
+                + s.signature.len()
+                + s.parent.as_ref().map_or(0, String::len)
+        })
+        .sum()
 }
 
 /// Roughly the heap a decoded [`FileRefs`] holds.
@@ -97,7 +125,8 @@ impl Store {
                 return Ok(refs);
             }
             let refs = Arc::new(self.file_refs.get(rtxn, &key)?.unwrap_or_default());
-            self.refs_cache.put(path, record.hash, refs.clone());
+            let size = estimated_size(&refs);
+            self.refs_cache.put(path, record.hash, refs.clone(), size);
             Ok(refs)
         })
     }
@@ -111,6 +140,24 @@ impl Store {
                 .remap_data_type::<SymbolNamesCodec>()
                 .get(rtxn, &keys::key(path))?
                 .unwrap_or_default())
+        })
+    }
+
+    /// The symbols of `path`, shared: decoded once while the file is unchanged (the code
+    /// graph reads every file a walk passes through).
+    pub fn shared_symbols_of(&self, path: &str) -> Result<Arc<Vec<SymbolRecord>>, IndexError> {
+        self.read(|rtxn| {
+            let key = keys::key(path);
+            let Some(record) = self.files.get(rtxn, &key)? else {
+                return Ok(Arc::default());
+            };
+            if let Some(symbols) = self.symbols_cache.get(path, record.hash) {
+                return Ok(symbols);
+            }
+            let symbols = Arc::new(self.file_symbols.get(rtxn, &key)?.unwrap_or_default());
+            self.symbols_cache
+                .put(path, record.hash, symbols.clone(), symbols_size(&symbols));
+            Ok(symbols)
         })
     }
 
@@ -176,9 +223,10 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use crate::chunk::syntax::refs::{FileRefs, RefKind, Reference};
-    use crate::index::store::{FileRecord, Store};
+    use crate::index::store::{FileRecord, Store, SymbolRecord};
 
-    /// `path` indexed with one call of `called`, the file's content hash `hash`.
+    /// `path` indexed with one call of `called` and one definition of it, the file's content
+    /// hash `hash`.
     fn put(store: &Store, path: &str, hash: u64, called: &str) {
         let file = FileRecord {
             size: 1,
@@ -196,21 +244,35 @@ mod tests {
             }],
             ..Default::default()
         };
+        let symbol = SymbolRecord {
+            name: called.into(),
+            qualified: called.into(),
+            kind: "function".into(),
+            start_line: 1,
+            end_line: 2,
+            signature: String::new(),
+            parent: None,
+        };
         let mut txn = store.write_txn().unwrap();
-        txn.put_file(path, &file, &[], &[], &refs).unwrap();
+        txn.put_file(path, &file, &[], &[symbol], &refs).unwrap();
         txn.commit(0).unwrap();
     }
 
     #[test]
-    fn cached_references_follow_the_file() {
+    fn cached_references_and_symbols_follow_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         put(&store, "a.rs", 1, "first");
         assert_eq!(store.refs_of("a.rs").unwrap().refs[0].name, "first");
+        assert_eq!(store.shared_symbols_of("a.rs").unwrap()[0].name, "first");
         // Cached now; a new content (another hash) is read anew, through a clone too.
         put(&store, "a.rs", 2, "second");
         assert_eq!(
             store.clone().refs_of("a.rs").unwrap().refs[0].name,
+            "second"
+        );
+        assert_eq!(
+            store.clone().shared_symbols_of("a.rs").unwrap()[0].name,
             "second"
         );
         // A removed file has none, whatever was cached.
@@ -218,5 +280,6 @@ mod tests {
         txn.remove_file("a.rs").unwrap();
         txn.commit(0).unwrap();
         assert!(store.refs_of("a.rs").unwrap().refs.is_empty());
+        assert!(store.shared_symbols_of("a.rs").unwrap().is_empty());
     }
 }

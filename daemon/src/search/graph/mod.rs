@@ -135,8 +135,8 @@ pub struct GraphParams {
 }
 
 impl GraphView for ProjectIndex {
-    fn symbols_of(&self, path: &str) -> Result<Vec<SymbolRecord>, IndexError> {
-        self.store.symbols_of(path)
+    fn symbols_of(&self, path: &str) -> Result<std::sync::Arc<Vec<SymbolRecord>>, IndexError> {
+        self.store.shared_symbols_of(path)
     }
     fn refs_of(&self, path: &str) -> Result<std::sync::Arc<FileRefs>, IndexError> {
         self.store.refs_of(path)

@@ -21,7 +21,7 @@ use crate::index::store::SymbolRecord;
 /// What the graph reads from an index (a trait so the rules are tested on small fixtures).
 pub trait GraphView {
     /// The symbols of a file.
-    fn symbols_of(&self, path: &str) -> Result<Vec<SymbolRecord>, IndexError>;
+    fn symbols_of(&self, path: &str) -> Result<Arc<Vec<SymbolRecord>>, IndexError>;
     /// The references and imports of a file.
     fn refs_of(&self, path: &str) -> Result<Arc<FileRefs>, IndexError>;
     /// The language of an indexed file.
@@ -120,7 +120,7 @@ const PACKAGE_DIRS: &[&str] = &["go", "java", "kotlin", "csharp", "c", "cpp", "s
 /// Resolves references, caching what it reads for one request.
 pub struct Resolver<'v> {
     view: &'v dyn GraphView,
-    symbols: RefCell<FxHashMap<String, Rc<Vec<SymbolRecord>>>>,
+    symbols: RefCell<FxHashMap<String, Arc<Vec<SymbolRecord>>>>,
     refs: RefCell<FxHashMap<String, Arc<FileRefs>>>,
     named: RefCell<FxHashMap<String, Rc<Vec<Def>>>>,
     languages: RefCell<FxHashMap<String, String>>,
@@ -145,10 +145,8 @@ impl<'v> Resolver<'v> {
         self.view
     }
 
-    pub fn symbols(&self, path: &str) -> Result<Rc<Vec<SymbolRecord>>, IndexError> {
-        cached(&self.symbols, path, || {
-            Ok(Rc::new(self.view.symbols_of(path)?))
-        })
+    pub fn symbols(&self, path: &str) -> Result<Arc<Vec<SymbolRecord>>, IndexError> {
+        cached(&self.symbols, path, || self.view.symbols_of(path))
     }
 
     pub fn refs(&self, path: &str) -> Result<Arc<FileRefs>, IndexError> {

@@ -26,10 +26,12 @@ fn fixture(files: &[(&str, &str)]) -> Fixture {
 }
 
 impl GraphView for Fixture {
-    fn symbols_of(&self, path: &str) -> Result<Vec<SymbolRecord>, IndexError> {
-        Ok(self.0.get(path).map_or_else(Vec::new, |(_, c)| {
-            c.symbols.iter().map(SymbolRecord::from).collect()
-        }))
+    fn symbols_of(&self, path: &str) -> Result<std::sync::Arc<Vec<SymbolRecord>>, IndexError> {
+        Ok(std::sync::Arc::new(
+            self.0.get(path).map_or_else(Vec::new, |(_, c)| {
+                c.symbols.iter().map(SymbolRecord::from).collect()
+            }),
+        ))
     }
     fn refs_of(&self, path: &str) -> Result<std::sync::Arc<FileRefs>, IndexError> {
         Ok(std::sync::Arc::new(
