@@ -4,7 +4,8 @@
 //! Only projects with an index in this daemon's data directory can be named, so a caller
 //! reaches nothing it could not already search from that project. Each project answers on
 //! its own; search results are merged by score (fused scores are rank-based, a single leg's
-//! are over its best, so they compare across projects), usages are listed project by project, the asking one first.
+//! are over its best, so they compare across projects), usages are listed project by
+//! project, the asking one first.
 
 use std::path::PathBuf;
 use std::sync::Arc;

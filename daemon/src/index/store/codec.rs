@@ -62,8 +62,7 @@ impl<'a> Reader<'a> {
         ))
     }
     fn string(&mut self) -> Result<String, Corrupt> {
-        let n = self.u32()? as usize;
-        String::from_utf8(self.take(n)?.to_vec()).map_err(|_| Corrupt)
+        self.str_ref().map(str::to_string)
     }
     fn skip_str(&mut self) -> Result<(), Corrupt> {
         let n = self.u32()? as usize;
@@ -76,8 +75,8 @@ impl<'a> Reader<'a> {
             _ => Err(Corrupt),
         }
     }
-    /// A symbol record's name, as a borrowed string.
-    fn name(&mut self) -> Result<&'a str, Corrupt> {
+    /// A string, borrowed from the record.
+    fn str_ref(&mut self) -> Result<&'a str, Corrupt> {
         let len = self.u32()? as usize;
         std::str::from_utf8(self.take(len)?).map_err(|_| Corrupt)
     }
@@ -180,9 +179,7 @@ pub(super) fn chunk_hash(bytes: &[u8]) -> Option<u64> {
 /// The path of an encoded [`ChunkRecord`] without decoding the rest: it is encoded first
 /// (a code-graph request reads the paths of thousands of chunks).
 pub(super) fn chunk_path(bytes: &[u8]) -> Result<&str, BoxedError> {
-    let mut r = Reader(bytes);
-    let len = r.u32()? as usize;
-    Ok(std::str::from_utf8(r.take(len)?).map_err(|_| Corrupt)?)
+    Ok(Reader(bytes).str_ref()?)
 }
 
 impl<'a> BytesDecode<'a> for ChunkCodec {
@@ -246,7 +243,7 @@ impl<'a> BytesDecode<'a> for SymbolNamesCodec {
         let n = r.u32()? as usize;
         let mut out = SymbolNames::default();
         for _ in 0..n {
-            let name = r.name()?;
+            let name = r.str_ref()?;
             let start_line = r.skip_symbol_after()?;
             out.push(start_line, name);
         }
@@ -266,7 +263,7 @@ pub(super) fn symbols_named_in(
     let n = r.u32()? as usize;
     let mut out = Vec::new();
     for _ in 0..n {
-        let name = r.name()?;
+        let name = r.str_ref()?;
         let matches = if name.is_ascii() && lowercase.is_ascii() {
             name.eq_ignore_ascii_case(lowercase)
         } else {
