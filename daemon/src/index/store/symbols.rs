@@ -59,6 +59,23 @@ impl<T, const BYTES: usize> ContentCache<T, BYTES> {
         }
     }
 
+    /// The value of `path` as read from content `hash`: the kept one, else `read()`, kept
+    /// with its estimated `size`.
+    fn get_or_read(
+        &self,
+        path: &str,
+        hash: u64,
+        read: impl FnOnce() -> Result<T, heed::Error>,
+        size: impl FnOnce(&T) -> usize,
+    ) -> Result<Arc<T>, heed::Error> {
+        if let Some(value) = self.get(path, hash) {
+            return Ok(value);
+        }
+        let value = Arc::new(read()?);
+        self.put(path, hash, value.clone(), size(&value));
+        Ok(value)
+    }
+
     /// Keep `value`, of about `size` bytes (none over a quarter of the budget).
     fn put(&self, path: &str, hash: u64, value: Arc<T>, size: usize) {
         if size > BYTES / 4 {
@@ -121,13 +138,12 @@ impl Store {
             let Some(record) = self.files.get(rtxn, &key)? else {
                 return Ok(Arc::default());
             };
-            if let Some(refs) = self.refs_cache.get(path, record.hash) {
-                return Ok(refs);
-            }
-            let refs = Arc::new(self.file_refs.get(rtxn, &key)?.unwrap_or_default());
-            let size = estimated_size(&refs);
-            self.refs_cache.put(path, record.hash, refs.clone(), size);
-            Ok(refs)
+            Ok(self.refs_cache.get_or_read(
+                path,
+                record.hash,
+                || Ok(self.file_refs.get(rtxn, &key)?.unwrap_or_default()),
+                estimated_size,
+            )?)
         })
     }
 
@@ -151,13 +167,12 @@ impl Store {
             let Some(record) = self.files.get(rtxn, &key)? else {
                 return Ok(Arc::default());
             };
-            if let Some(symbols) = self.symbols_cache.get(path, record.hash) {
-                return Ok(symbols);
-            }
-            let symbols = Arc::new(self.file_symbols.get(rtxn, &key)?.unwrap_or_default());
-            self.symbols_cache
-                .put(path, record.hash, symbols.clone(), symbols_size(&symbols));
-            Ok(symbols)
+            Ok(self.symbols_cache.get_or_read(
+                path,
+                record.hash,
+                || Ok(self.file_symbols.get(rtxn, &key)?.unwrap_or_default()),
+                |symbols| symbols_size(symbols),
+            )?)
         })
     }
 
