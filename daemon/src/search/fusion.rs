@@ -98,51 +98,61 @@ impl Fusion {
     }
 
     /// Fuse two rankings of (chunk id, score), best first (BM25 scores; similarities, larger
-    /// is nearer), into one, best first, with fused scores.
-    pub fn fuse(&self, lexical: &[(u64, f32)], semantic: &[(u64, f32)]) -> Vec<(u64, f32)> {
-        let mut scores: HashMap<u64, f32> = HashMap::new();
-        if lexical.is_empty() || semantic.is_empty() {
-            let ranking = if lexical.is_empty() {
-                semantic
-            } else {
-                lexical
-            };
+    /// is nearer), into one, best first, with fused scores and each chunk's rank in each.
+    pub fn fuse(&self, lexical: &[(u64, f32)], semantic: &[(u64, f32)]) -> Vec<Fused> {
+        let single = lexical.is_empty() || semantic.is_empty();
+        let mut fused: HashMap<u64, Fused> = HashMap::new();
+        for (ranking, weight, is_lexical) in [
+            (lexical, self.lexical_weight, true),
+            (semantic, self.semantic_weight, false),
+        ] {
             let best = ranking.iter().map(|(_, s)| *s).fold(f32::EPSILON, f32::max);
-            for (id, score) in ranking {
-                scores.entry(*id).or_insert((score / best).max(0.0));
-            }
-        } else {
-            for (ranking, weight) in [
-                (lexical, self.lexical_weight),
-                (semantic, self.semantic_weight),
-            ] {
-                for (rank, (id, _)) in ranking.iter().enumerate() {
-                    *scores.entry(*id).or_default() += weight / (self.k + rank as f32 + 1.0);
+            for (rank, (id, score)) in ranking.iter().enumerate() {
+                let entry = fused.entry(*id).or_insert(Fused {
+                    id: *id,
+                    score: 0.0,
+                    lexical_rank: None,
+                    semantic_rank: None,
+                });
+                let leg_rank = if is_lexical {
+                    &mut entry.lexical_rank
+                } else {
+                    &mut entry.semantic_rank
+                };
+                let first = leg_rank.is_none();
+                leg_rank.get_or_insert(rank);
+                if !single {
+                    entry.score += weight / (self.k + rank as f32 + 1.0);
+                } else if first {
+                    entry.score = (score / best).max(0.0);
                 }
             }
         }
-        let mut fused: Vec<(u64, f32)> = scores.into_iter().collect();
+        let mut fused: Vec<Fused> = fused.into_values().collect();
         // Ties: the better lexical rank, then the better semantic rank (every id has one
         // or the other), never the id, which says only when a chunk was indexed.
-        let (lexical_rank, semantic_rank) = (ranks(lexical), ranks(semantic));
-        let rank =
-            |ranks: &HashMap<u64, usize>, id: &u64| ranks.get(id).copied().unwrap_or(usize::MAX);
+        let rank = |rank: Option<usize>| rank.unwrap_or(usize::MAX);
         fused.sort_by(|a, b| {
-            b.1.total_cmp(&a.1)
-                .then_with(|| rank(&lexical_rank, &a.0).cmp(&rank(&lexical_rank, &b.0)))
-                .then_with(|| rank(&semantic_rank, &a.0).cmp(&rank(&semantic_rank, &b.0)))
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| rank(a.lexical_rank).cmp(&rank(b.lexical_rank)))
+                .then_with(|| rank(a.semantic_rank).cmp(&rank(b.semantic_rank)))
         });
         fused
     }
 }
 
-/// Each id's rank (from 0) in a ranking.
-pub fn ranks(ranking: &[(u64, f32)]) -> HashMap<u64, usize> {
-    ranking
-        .iter()
-        .enumerate()
-        .map(|(rank, (id, _))| (*id, rank))
-        .collect()
+/// A chunk of a fused ranking.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fused {
+    /// Its id.
+    pub id: u64,
+    /// Its fused score.
+    pub score: f32,
+    /// Its rank (from 0) among BM25's candidates, if there.
+    pub lexical_rank: Option<usize>,
+    /// Its rank (from 0) among the vectors' candidates, if there.
+    pub semantic_rank: Option<usize>,
 }
 
 /// How fusion saw a hit, for its `why`: its rank in each leg (from 0; `None`: not among
@@ -219,6 +229,11 @@ pub fn without_overlaps<'a>(hits: impl Iterator<Item = (&'a str, u32, u32)>) -> 
 mod tests {
     use super::*;
 
+    /// The (id, score) pairs of a fused ranking.
+    fn scored(fused: &[Fused]) -> Vec<(u64, f32)> {
+        fused.iter().map(|f| (f.id, f.score)).collect()
+    }
+
     /// A ranking of `ids` with falling scores.
     fn ranked(ids: &[u64]) -> Vec<(u64, f32)> {
         ids.iter()
@@ -229,7 +244,7 @@ mod tests {
 
     #[test]
     fn rrf_rewards_agreement() {
-        let fused = Fusion::default().fuse(&ranked(&[1, 2, 3]), &ranked(&[3, 4, 1]));
+        let fused = scored(&Fusion::default().fuse(&ranked(&[1, 2, 3]), &ranked(&[3, 4, 1])));
         let order: Vec<u64> = fused.iter().map(|(id, _)| *id).collect();
         // 1 and 3 tie at 1/61 + 1/63 (1 has the better lexical rank); 2 and 4 tie at 1/62.
         assert_eq!(order, vec![1, 3, 2, 4]);
@@ -241,10 +256,14 @@ mod tests {
     fn a_single_ranking_keeps_its_scores_gaps() {
         // Semantic mode: the second vector is half as near as the first, not 60/61 as close.
         let fused = Fusion::default().fuse(&[], &[(7, 0.8), (8, 0.4), (9, -0.2)]);
-        assert_eq!(fused, vec![(7, 1.0), (8, 0.5), (9, 0.0)]);
+        assert_eq!(scored(&fused), vec![(7, 1.0), (8, 0.5), (9, 0.0)]);
+        assert_eq!(
+            (fused[1].lexical_rank, fused[1].semantic_rank),
+            (None, Some(1))
+        );
         // BM25's candidates alone (no vector candidate): their scores, the same way.
         let fused = Fusion::default().fuse(&[(3, 12.0), (4, 3.0)], &[]);
-        assert_eq!(fused, vec![(3, 1.0), (4, 0.25)]);
+        assert_eq!(scored(&fused), vec![(3, 1.0), (4, 0.25)]);
     }
 
     #[test]
@@ -275,7 +294,7 @@ mod tests {
         let order: Vec<u64> = fusion
             .fuse(&ranked(&[1, 2]), &ranked(&[2, 1]))
             .iter()
-            .map(|x| x.0)
+            .map(|f| f.id)
             .collect();
         assert_eq!(order, vec![2, 1]);
     }
@@ -319,7 +338,7 @@ mod tests {
         // BM25: 1 far ahead of 2 and 3; the vectors put 3 first. RRF alone ties 1 and 3.
         let bm25 = [(1, 30.0), (2, 6.0), (3, 5.0)];
         let fused = Fusion::default().fuse(&ranked(&[1, 2, 3]), &ranked(&[3, 4, 1]));
-        let mut hits: Vec<LexicalHit> = fused.iter().map(|(id, s)| hit(*id, *s)).collect();
+        let mut hits: Vec<LexicalHit> = fused.iter().map(|f| hit(f.id, f.score)).collect();
         keep_lexical_gaps(&mut hits, &bm25, 1.0);
         let order: Vec<u64> = hits.iter().map(|h| h.chunk_id).collect();
         assert_eq!(order, vec![1, 3, 2, 4]);

@@ -335,29 +335,22 @@ impl Searcher<'_> {
     ) -> Result<(Vec<LexicalHit>, u64), Error> {
         let lexical: Vec<(u64, f32)> = lexical_hits.iter().map(|h| (h.chunk_id, h.score)).collect();
         let fused = fusion.fuse(&lexical, semantic);
-        // Each hit's ranks in the two legs, for its `why`.
-        let (lexical_ranks, semantic_ranks) = (fusion::ranks(&lexical), fusion::ranks(semantic));
         let both = !lexical.is_empty() && !semantic.is_empty();
         let mut by_id: HashMap<u64, LexicalHit> =
             lexical_hits.into_iter().map(|h| (h.chunk_id, h)).collect();
         let missing: Vec<u64> = fused
             .iter()
-            .map(|(id, _)| *id)
+            .map(|f| f.id)
             .filter(|id| !by_id.contains_key(id))
             .collect();
         let semantic_only = missing.len() as u64;
         by_id.extend(self.index.lexical.chunks_by_id(&missing)?);
         let hits: Vec<LexicalHit> = fused
             .into_iter()
-            .filter_map(|(id, score)| {
-                by_id.remove(&id).map(|mut hit| {
-                    hit.score = score;
-                    let why = fusion::legs_why(
-                        fusion,
-                        lexical_ranks.get(&id).copied(),
-                        semantic_ranks.get(&id).copied(),
-                        both,
-                    );
+            .filter_map(|f| {
+                by_id.remove(&f.id).map(|mut hit| {
+                    hit.score = f.score;
+                    let why = fusion::legs_why(fusion, f.lexical_rank, f.semantic_rank, both);
                     if !why.is_empty() {
                         hit.why.insert(0, why);
                     }
