@@ -3,13 +3,16 @@
 //! module that names the ANN crate; the store asks it for candidates and re-scores them with
 //! the exact (int8) vectors of `embed_cache` (see `vectors.rs`).
 //!
-//! Two graphs: new vectors join a small recent one, merged into the main one when it has grown
-//! (see [`MAIN`]), so linking a saved file's vectors costs the recent graph's size, not the
-//! project's. A search asks both.
+//! New vectors join a small recent graph, merged into the open large graph when it has grown
+//! (see [`RECENT`]), so linking a saved file's vectors costs the recent graph's size, not the
+//! project's. A large graph holds at most [`SEAL`] vectors; past it the next one opens, so no
+//! build ever links, or holds in memory, more than that, however large the project. A search
+//! asks every graph.
 //!
 //! hannoy replaced arroy here: at a million vectors arroy's random-projection trees over
 //! sign bits found .61 of the true ten at 40 ms a query (bench/README.md, "ANN at scale").
 
+use heed::types::{Bytes, Str};
 use heed::{RoTxn, RwTxn};
 use roaring::RoaringBitmap;
 
@@ -19,6 +22,9 @@ type Distance = hannoy::distances::BinaryQuantizedCosine;
 /// The database type (`KeyCodec` keys, hannoy's nodes).
 pub(super) type Database = hannoy::Database<'static, Distance>;
 
+/// The store's metadata database, where the number of large graphs is kept.
+pub(super) type Meta = heed::Database<'static, Str, Bytes>;
+
 /// The key codec and node codec the database is created with.
 pub(super) use hannoy::internals::KeyCodec;
 pub(super) type NodeCodec = hannoy::internals::NodeCodec<Distance>;
@@ -26,23 +32,32 @@ pub(super) type NodeCodec = hannoy::internals::NodeCodec<Distance>;
 /// The ANN crate's error.
 pub type Error = hannoy::Error;
 
-/// The two graphs (hannoy indexes within the database). A few new vectors join the small
-/// recent graph, merged into the main one once it is large ([`MERGE_MIN`]). hannoy links new
-/// items and then writes again every link of the graph it builds, so a build costs the size
-/// of the graph whatever was added: one saved file's vector took 330-390 ms to link into
-/// 84,000 (issue 30), holding the writer's transaction and every saved file behind it. The
-/// recent graph keeps that cost to its own size.
+/// The graphs (hannoy indexes within the database): the first large graph (0, so indexes
+/// made before graphs were sealed open unchanged), the small recent graph (1), then the
+/// further large graphs (2, 3, ...). hannoy links new items and then writes again every link
+/// of the graph it builds, so a build costs the size of the graph whatever was added: one
+/// saved file's vector took 330-390 ms to link into 84,000 (issue 30), holding the writer's
+/// transaction and every saved file behind it. The recent graph keeps that cost to its own
+/// size; sealing large graphs at [`SEAL`] keeps a merge's, and its memory, bounded.
 const MAIN: u16 = 0;
 const RECENT: u16 = 1;
-/// The recent graph is merged into the main one once it holds more than this many vectors
-/// and more than the main graph's size over [`MERGE_SHARE`] (so each vector is rewritten a
-/// bounded number of times as the main graph grows); removed vectors wait in the main graph
+/// The most vectors one large graph takes; the next vectors open a new one. A build holds
+/// the graph's links in memory and dirties every page of it in the writer's transaction:
+/// with one unbounded graph a first pass's commits each rewrote the whole project's graph,
+/// so memory grew with the vectors embedded and the embedding rate collapsed (a 55,690-file
+/// monorepo: ~950 chunks/s at first, 10-20 around 235,000 vectors).
+const SEAL: u64 = if cfg!(test) { 10_000 } else { 1 << 16 };
+/// Metadata key: how many large graphs have been opened (absent: one).
+const GRAPHS_KEY: &str = "ann_graphs";
+/// The recent graph is merged into the open large graph once it holds more than this many
+/// vectors and more than that graph's size over [`MERGE_SHARE`] (so each vector is rewritten
+/// a bounded number of times as the graph grows); removed vectors wait in a large graph
 /// until they are more than its size over [`MERGE_SHARE`].
 const MERGE_MIN: u64 = 4096;
 const MERGE_SHARE: u64 = 8;
 /// A transaction adding at least this many vectors (a first pass, a checkout's cache hits)
-/// adds them to the main graph directly: linked twice, a first pass's vectors took 40% longer
-/// (20,000 files: 65 -> 91 s), and its commits are few and large.
+/// adds them to the open large graph directly: linked twice, a first pass's vectors took 40%
+/// longer (20,000 files: 65 -> 91 s), and its commits are few and large.
 const BULK: u64 = MERGE_MIN / 4;
 /// Graph links per node above layer 0, and on layer 0.
 const M: usize = 16;
@@ -53,14 +68,33 @@ const EF_CONSTRUCTION: usize = 64;
 /// Candidates kept while searching, at least (the `effort` of a search raises it).
 const EF_SEARCH: usize = 200;
 
+/// The hannoy index of the `n`th large graph.
+fn large_index(n: u16) -> u16 {
+    if n == 0 { MAIN } else { n + 1 }
+}
+
+/// How many large graphs have been opened (some may be empty since).
+fn large_graphs(rtxn: &RoTxn, meta: Meta) -> Result<u16, Error> {
+    let count = meta
+        .get(rtxn, GRAPHS_KEY)?
+        .and_then(|b| b.try_into().ok())
+        .map_or(1, u16::from_le_bytes);
+    Ok(count.max(1))
+}
+
 /// A read view of the graphs.
 pub(super) struct AnnReader<'t>(Vec<hannoy::Reader<'t, Distance>>);
 
 impl<'t> AnnReader<'t> {
     /// The graphs as of `rtxn`, or `None` while nothing has been embedded yet.
-    pub(super) fn open(rtxn: &'t RoTxn, database: Database) -> Result<Option<Self>, Error> {
-        let mut graphs = Vec::with_capacity(2);
-        for index in [MAIN, RECENT] {
+    pub(super) fn open(
+        rtxn: &'t RoTxn,
+        database: Database,
+        meta: Meta,
+    ) -> Result<Option<Self>, Error> {
+        let large = large_graphs(rtxn, meta)?;
+        let mut graphs = Vec::with_capacity(usize::from(large) + 1);
+        for index in std::iter::once(RECENT).chain((0..large).map(large_index)) {
             match hannoy::Reader::open(rtxn, index, database) {
                 Ok(reader) => graphs.push(reader),
                 Err(hannoy::Error::MissingMetadata(_)) => {}
@@ -81,27 +115,32 @@ impl<'t> AnnReader<'t> {
             })
     }
 
-    /// Whether a vector commit would drop any of `deferred` (vectors of removed chunks,
-    /// `waiting` in all) now: one the main graph does not hold (the recent graph drops its
-    /// own at once), or more of them than the main graph lets wait (see
-    /// [`AnnWriter::build`]).
-    pub(super) fn drops_due(&self, deferred: &[u32], waiting: u64) -> bool {
-        let main = self.0.iter().find(|graph| graph.index() == MAIN);
-        let main_size = main.map_or(0, |graph| graph.n_items());
-        waiting > deletes_bound(main_size)
-            || deferred
-                .iter()
-                .any(|id| !main.is_some_and(|graph| graph.item_ids().contains(*id)))
+    /// Whether a vector commit would drop any of `deferred` (vectors of removed chunks) now:
+    /// one no large graph holds (the recent graph drops its own at once), or more of them in
+    /// one large graph than it lets wait (see [`AnnWriter::build`]).
+    pub(super) fn drops_due(&self, deferred: &[u32]) -> bool {
+        let large: Vec<_> = self.0.iter().filter(|g| g.index() != RECENT).collect();
+        let mut waiting = vec![0u64; large.len()];
+        for id in deferred {
+            match large.iter().position(|g| g.item_ids().contains(*id)) {
+                Some(k) => waiting[k] += 1,
+                None => return true,
+            }
+        }
+        large
+            .iter()
+            .zip(waiting)
+            .any(|(graph, waiting)| waiting > deletes_bound(graph.n_items()))
     }
 
-    /// The item ids of the main graph, and of the recent one.
+    /// The item ids of the large graphs, in order, and of the recent one.
     #[cfg(test)]
-    pub(super) fn graph_items(&self) -> (RoaringBitmap, RoaringBitmap) {
-        let mut out = (RoaringBitmap::new(), RoaringBitmap::new());
+    pub(super) fn graph_items(&self) -> (Vec<RoaringBitmap>, RoaringBitmap) {
+        let mut out = (Vec::new(), RoaringBitmap::new());
         for graph in &self.0 {
             match graph.index() {
-                MAIN => out.0 = graph.item_ids().clone(),
-                _ => out.1 = graph.item_ids().clone(),
+                RECENT => out.1 = graph.item_ids().clone(),
+                _ => out.0.push(graph.item_ids().clone()),
             }
         }
         out
@@ -113,7 +152,9 @@ impl<'t> AnnReader<'t> {
 
     /// The items nearest to `query` by sign-bit cosine, among `candidates` if given: at
     /// least `count` from each graph, and the whole candidate list of each search (HNSW's
-    /// `ef`: `effort`, or the default when 0), for the caller to re-score.
+    /// `ef`: `effort`, or the default when 0), for the caller to re-score. Past two graphs,
+    /// only the nearest of them all by sign-bit cosine, as many as two graphs give, so the
+    /// re-scoring's cost stays that of a project of one large graph.
     pub(super) fn nearest(
         &self,
         rtxn: &RoTxn,
@@ -132,56 +173,81 @@ impl<'t> AnnReader<'t> {
             }
             found.extend(builder.by_vector(rtxn, query)?.into_nns());
         }
+        if self.0.len() > 2 {
+            found.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+            found.truncate(2 * count.max(ef));
+        }
         Ok(found)
     }
 }
 
 /// Writes to the graphs, inside the writer's transaction.
 pub(super) struct AnnWriter {
-    main: hannoy::Writer<'static, Distance>,
     recent: hannoy::Writer<'static, Distance>,
+    /// The large graphs opened so far, the last one open to new vectors.
+    large: Vec<hannoy::Writer<'static, Distance>>,
     database: Database,
+    meta: Meta,
+    dims: usize,
 }
 
 impl AnnWriter {
-    pub(super) fn new(database: Database, dims: usize) -> Self {
-        AnnWriter {
-            main: hannoy::Writer::new(database, MAIN, dims),
+    pub(super) fn new(
+        wtxn: &RwTxn,
+        database: Database,
+        meta: Meta,
+        dims: usize,
+    ) -> Result<Self, Error> {
+        let large = (0..large_graphs(wtxn, meta)?)
+            .map(|n| hannoy::Writer::new(database, large_index(n), dims))
+            .collect();
+        Ok(AnnWriter {
             recent: hannoy::Writer::new(database, RECENT, dims),
+            large,
             database,
-        }
+            meta,
+            dims,
+        })
     }
 
     /// Add (or replace) an item's vector: it joins the recent graph.
     pub(super) fn add(&self, wtxn: &mut RwTxn, item: u32, vector: &[f32]) -> Result<(), Error> {
-        if self.main.contains_item(wtxn, item)? {
-            // A vector replaced in place would leave the old one in the main graph.
-            self.main.del_item(wtxn, item)?;
+        for graph in &self.large {
+            // A vector replaced in place would leave the old one in a large graph.
+            graph.del_item(wtxn, item)?;
         }
         self.recent.add_item(wtxn, item, vector)
     }
 
-    /// Drop an item's vector if that is cheap now: `false` if the main graph holds it, to be
-    /// dropped by [`AnnWriter::build`] at the next merge (searches skip it meanwhile).
+    /// Drop an item's vector if that is cheap now: `false` if a large graph holds it, to be
+    /// dropped by [`AnnWriter::build`] later (searches skip it meanwhile).
     pub(super) fn delete_now(&self, wtxn: &mut RwTxn, item: u32) -> Result<bool, Error> {
-        Ok(self.recent.del_item(wtxn, item)? || !self.main.contains_item(wtxn, item)?)
+        if self.recent.del_item(wtxn, item)? {
+            return Ok(true);
+        }
+        for graph in &self.large {
+            if graph.contains_item(wtxn, item)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// Link the items added or deleted in this transaction into the recent graph (required
-    /// before readers can search them), and merge it into the main graph once it is large or
-    /// this transaction added [`BULK`] vectors, dropping `deferred` (vectors of removed
-    /// chunks the main graph holds) then. Returns whether it merged. Deterministic for a
-    /// given `seed`.
+    /// before readers can search them), and merge it into the open large graph once it is
+    /// large or this transaction added [`BULK`] vectors, dropping then those of `deferred`
+    /// (vectors of removed chunks a large graph holds) whose graph is linked anyway or holds
+    /// too many of them. Returns `None` without a merge, else the ids no graph holds any
+    /// more. Deterministic for a given `seed`.
     pub(super) fn build(
-        &self,
+        &mut self,
         wtxn: &mut RwTxn,
         seed: u64,
         added: u64,
         deferred: &[u32],
-    ) -> Result<bool, Error> {
+    ) -> Result<Option<Vec<u32>>, Error> {
         if added >= BULK {
-            self.merge(wtxn, seed, deferred)?;
-            return Ok(true);
+            return self.merge(wtxn, seed, deferred).map(Some);
         }
         if self.recent.need_build(wtxn)? {
             if self.recent.is_empty(wtxn)? {
@@ -191,38 +257,97 @@ impl AnnWriter {
                 link(&self.recent, wtxn, seed)?;
             }
         }
-        let main = size(wtxn, self.database, MAIN)?;
         let recent = size(wtxn, self.database, RECENT)?.unwrap_or(0);
-        let main_size = main.unwrap_or(0);
-        // `None`: the main graph needs linking (a vector replaced in it).
-        if main.is_some()
-            && recent <= merge_bound(main_size)
-            && deferred.len() as u64 <= deletes_bound(main_size)
-        {
-            return Ok(false);
+        let mut open_size = 0;
+        for n in 0..self.large.len() {
+            // `None`: the graph needs linking (a vector replaced in it).
+            match size(wtxn, self.database, large_index(n as u16))? {
+                Some(size) => open_size = size,
+                None => return self.merge(wtxn, seed, deferred).map(Some),
+            }
         }
-        self.merge(wtxn, seed, deferred)?;
-        Ok(true)
+        let reader = AnnReader::open(wtxn, self.database, self.meta)?;
+        if recent <= merge_bound(open_size) && !reader.is_some_and(|r| r.drops_due(deferred)) {
+            return Ok(None);
+        }
+        self.merge(wtxn, seed, deferred).map(Some)
     }
 
-    /// Move the recent graph's vectors into the main graph, drop `deferred` from it, link it.
-    fn merge(&self, wtxn: &mut RwTxn, seed: u64, deferred: &[u32]) -> Result<(), Error> {
+    /// Move the recent graph's vectors into the open large graph (opening the next one at
+    /// [`SEAL`]), drop the `deferred` vectors held by a graph that is linked anyway or holds
+    /// more of them than it lets wait, and link every large graph that changed. Returns the
+    /// deferred ids no graph holds any more.
+    fn merge(&mut self, wtxn: &mut RwTxn, seed: u64, deferred: &[u32]) -> Result<Vec<u32>, Error> {
         let mut moved = Vec::new();
         for item in self.recent.iter(wtxn)? {
             moved.push(item?);
         }
         self.recent.clear(wtxn)?;
+        let mut open_size = self.open_size(wtxn)?;
         for (id, vector) in &moved {
-            self.main.add_item(wtxn, *id, vector)?;
+            if open_size >= SEAL {
+                self.open_next(wtxn)?;
+                open_size = 0;
+            }
+            self.large
+                .last()
+                .expect("one large graph")
+                .add_item(wtxn, *id, vector)?;
+            open_size += 1;
         }
-        for item in deferred {
-            self.main.del_item(wtxn, *item)?;
+        let mut dropped = Vec::new();
+        let mut held = vec![Vec::new(); self.large.len()];
+        'items: for &id in deferred {
+            for (n, graph) in self.large.iter().enumerate() {
+                if graph.contains_item(wtxn, id)? {
+                    held[n].push(id);
+                    continue 'items;
+                }
+            }
+            dropped.push(id);
         }
-        if self.main.is_empty(wtxn)? {
-            self.main.clear(wtxn)?;
-        } else if self.main.need_build(wtxn)? {
-            link(&self.main, wtxn, seed)?;
+        for (n, (graph, held)) in self.large.iter().zip(held).enumerate() {
+            let relinked = graph.need_build(wtxn)?;
+            if relinked || held.len() as u64 > deletes_bound(self.linked_size(wtxn, n)?) {
+                for id in &held {
+                    graph.del_item(wtxn, *id)?;
+                }
+                dropped.extend(held);
+            }
         }
+        for (seed, graph) in (seed..).zip(&self.large) {
+            if graph.need_build(wtxn)? {
+                if graph.is_empty(wtxn)? {
+                    graph.clear(wtxn)?;
+                } else {
+                    link(graph, wtxn, seed)?;
+                }
+            }
+        }
+        Ok(dropped)
+    }
+
+    /// Vectors in the open large graph, linked or not.
+    fn open_size(&self, wtxn: &RwTxn) -> Result<u64, Error> {
+        let open = self.large.len() - 1;
+        match size(wtxn, self.database, large_index(open as u16))? {
+            Some(size) => Ok(size),
+            None => Ok(self.large[open].iter(wtxn)?.count() as u64),
+        }
+    }
+
+    /// Vectors in the `n`th large graph, which needs no linking.
+    fn linked_size(&self, wtxn: &RwTxn, n: usize) -> Result<u64, Error> {
+        Ok(size(wtxn, self.database, large_index(n as u16))?.unwrap_or(0))
+    }
+
+    /// Seal the open large graph: new vectors go to a new one.
+    fn open_next(&mut self, wtxn: &mut RwTxn) -> Result<(), Error> {
+        let n = u16::try_from(self.large.len()).expect("fewer than 65,535 graphs");
+        self.meta.put(wtxn, GRAPHS_KEY, &(n + 1).to_le_bytes())?;
+        let graph = hannoy::Writer::new(self.database, large_index(n), self.dims);
+        graph.clear(wtxn)?;
+        self.large.push(graph);
         Ok(())
     }
 }
@@ -238,15 +363,15 @@ fn size(rtxn: &RoTxn, database: Database, index: u16) -> Result<Option<u64>, Err
     }
 }
 
-/// The size above which the recent graph is merged into a main graph of `main` vectors.
-fn merge_bound(main: u64) -> u64 {
-    MERGE_MIN.max(main / MERGE_SHARE)
+/// The size above which the recent graph is merged into an open graph of `open` vectors.
+fn merge_bound(open: u64) -> u64 {
+    MERGE_MIN.max(open / MERGE_SHARE)
 }
 
-/// How many removed vectors may wait in a main graph of `main` vectors: a search's
+/// How many removed vectors may wait in a large graph of `size` vectors: a search's
 /// candidates must stay mostly live ones.
-fn deletes_bound(main: u64) -> u64 {
-    main / MERGE_SHARE
+fn deletes_bound(size: u64) -> u64 {
+    size / MERGE_SHARE
 }
 
 /// Link a graph's added and removed items (deterministic for a given `seed`).
@@ -342,15 +467,21 @@ pub(super) mod tests {
         txn.commit(1 << 20).unwrap();
     }
 
-    /// (main graph size, recent graph size).
-    fn sizes(store: &Store) -> (u64, u64) {
+    /// (each large graph's size, recent graph size).
+    fn graph_sizes(store: &Store) -> (Vec<u64>, u64) {
         store
             .read(|rtxn| {
-                let reader = AnnReader::open(rtxn, store.vectors)?.expect("vectors");
-                let (main, recent) = reader.graph_items();
-                Ok((main.len(), recent.len()))
+                let reader = AnnReader::open(rtxn, store.vectors, store.meta)?.expect("vectors");
+                let (large, recent) = reader.graph_items();
+                Ok((large.iter().map(|g| g.len()).collect(), recent.len()))
             })
             .unwrap()
+    }
+
+    /// (vectors in the large graphs, recent graph size).
+    fn sizes(store: &Store) -> (u64, u64) {
+        let (large, recent) = graph_sizes(store);
+        (large.iter().sum(), recent)
     }
 
     /// The chunk nearest to chunk `id`'s own vector.
@@ -362,7 +493,7 @@ pub(super) mod tests {
     fn few_new_vectors_join_a_small_graph_many_the_main_one() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        // A first pass's commit (BULK or more vectors) links into the main graph.
+        // A first pass's commit (BULK or more vectors) links into the open large graph.
         add_file(&store, "a.rs", 0..4400);
         assert_eq!(sizes(&store), (4400, 0));
         // A saved file's few join the recent graph.
@@ -399,7 +530,7 @@ pub(super) mod tests {
         add_file(&store, "b.rs", 8000..9100);
         assert_eq!(sizes(&store), (9100, 0));
         remove_file(&store, "b.rs");
-        // Still in the main graph, queued, not due (no more than an eighth of it), never
+        // Still in the large graph, queued, not due (no more than an eighth of it), never
         // found.
         assert_eq!(sizes(&store), (9100, 0));
         assert_eq!(waiting(&store), 1100);
@@ -415,5 +546,42 @@ pub(super) mod tests {
         // Many removed at once are due: dropped by the next vector commit, empty or not.
         remove_file(&store, "a.rs");
         assert_eq!((sizes(&store), waiting(&store)), ((1100, 0), 0));
+    }
+
+    #[test]
+    fn a_large_graph_is_sealed_and_the_next_one_takes_new_vectors() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let waiting = |store: &Store| {
+            store
+                .read(|rtxn| Ok(store.vector_deletes.len(rtxn)?))
+                .unwrap()
+        };
+        // Bulk commits fill the open graph to SEAL, then open the next.
+        add_file(&store, "a.rs", 0..5000);
+        add_file(&store, "b.rs", 5000..6100);
+        add_file(&store, "c.rs", 6100..22000);
+        assert_eq!(graph_sizes(&store), (vec![SEAL, SEAL, 2000], 0));
+        // Every graph is searched.
+        for id in [1, 6050, 9999, 10000, 19999, 20000, 21999] {
+            assert_eq!(nearest_to(&store, id), id);
+        }
+        // A few removed vectors of a sealed graph wait (linking it again is not due yet),
+        // unseen by searches.
+        remove_file(&store, "b.rs");
+        assert_eq!(waiting(&store), 1100);
+        assert!(!store.vector_deletes_due().unwrap());
+        let found = store.nearest(&vector(5500), 50, None, 0).unwrap();
+        assert!(
+            found.iter().all(|(id, _)| !(5000..6100).contains(id)),
+            "{found:?}"
+        );
+        // Past an eighth of the graph they are dropped from it, the other graphs untouched.
+        remove_file(&store, "a.rs");
+        assert_eq!(waiting(&store), 0);
+        assert_eq!(graph_sizes(&store), (vec![3900, SEAL, 2000], 0));
+        for id in [6100, 9999, 15000, 21999] {
+            assert_eq!(nearest_to(&store, id), id);
+        }
     }
 }

@@ -190,7 +190,7 @@ impl Store {
 
     /// The ANN graph's reader, or `None` while nothing has been embedded yet.
     fn vector_reader<'t>(&self, rtxn: &'t RoTxn) -> Result<Option<AnnReader<'t>>, Fail> {
-        Ok(AnnReader::open(rtxn, self.vectors)?)
+        Ok(AnnReader::open(rtxn, self.vectors, self.meta)?)
     }
 
     /// Up to `limit` chunks waiting for a vector, `(chunk id, text hash)`, lowest ids first,
@@ -304,8 +304,7 @@ impl Store {
     }
 
     /// Whether vectors of removed chunks wait to be dropped by the next vector commit: those
-    /// of the recent graph at once, those of the main graph once they are many (a vector
-    /// commit merges the graphs then; searches skip them meanwhile).
+    /// of the recent graph at once, a large graph's once they are many (searches skip them).
     pub fn vector_deletes_due(&self) -> Result<bool, IndexError> {
         self.read(|rtxn| {
             let waiting = self.vector_deletes.len(rtxn)?;
@@ -318,7 +317,7 @@ impl Store {
             }
             Ok(self
                 .vector_reader(rtxn)?
-                .is_none_or(|reader| reader.drops_due(&deferred, waiting)))
+                .is_none_or(|reader| reader.drops_due(&deferred)))
         })
     }
 
@@ -352,7 +351,7 @@ impl Store {
                 candidates,
             )?;
             // Re-score the sign-bit candidates with the cached (int8) vectors; the vector of a
-            // removed chunk (waiting in the main graph to be dropped) is skipped.
+            // removed chunk (waiting in a large graph to be dropped) is skipped.
             let probe = Probe::new(query);
             let mut scored = Vec::with_capacity(found.len());
             for (id, approximate) in found {
@@ -415,14 +414,16 @@ impl StoreTxn<'_> {
     /// deleted meanwhile is skipped). Returns how many were stored.
     pub fn put_vectors(&mut self, items: &[EmbeddedChunk]) -> Result<usize, IndexError> {
         let stored = self.write(|store, wtxn| {
-            // First the vectors of removed chunks that are cheap to drop now (those of the
-            // main graph wait for its next merge, `build_vectors`).
+            // First the vectors of removed chunks that are cheap to drop now (those of a
+            // large graph wait for it to be linked again, `build_vectors`).
             let mut deletes = Vec::new();
             for item in store.vector_deletes.iter(wtxn)? {
                 deletes.push(item?.0);
             }
             if !deletes.is_empty() {
-                let ann = vector_dims(store, wtxn)?.map(|dims| AnnWriter::new(store.vectors, dims));
+                let ann = vector_dims(store, wtxn)?
+                    .map(|dims| AnnWriter::new(wtxn, store.vectors, store.meta, dims))
+                    .transpose()?;
                 for id in &deletes {
                     let dropped = match (&ann, u32::try_from(*id)) {
                         (Some(ann), Ok(item)) => ann.delete_now(wtxn, item)?,
@@ -446,7 +447,7 @@ impl StoreTxn<'_> {
                     dims
                 }
             };
-            let ann = AnnWriter::new(store.vectors, dims);
+            let ann = AnnWriter::new(wtxn, store.vectors, store.meta, dims)?;
             let mut stored = 0;
             for item in items {
                 let Ok(item_id) = u32::try_from(item.chunk_id) else {
@@ -488,8 +489,9 @@ impl StoreTxn<'_> {
             for item in store.vector_deletes.iter(wtxn)? {
                 deferred.extend(u32::try_from(item?.0).ok());
             }
-            if AnnWriter::new(store.vectors, dims).build(wtxn, seed, added, &deferred)? {
-                store.vector_deletes.clear(wtxn)?;
+            let mut ann = AnnWriter::new(wtxn, store.vectors, store.meta, dims)?;
+            for id in ann.build(wtxn, seed, added, &deferred)?.unwrap_or_default() {
+                store.vector_deletes.delete(wtxn, &u64::from(id))?;
             }
             Ok(())
         })
