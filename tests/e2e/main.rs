@@ -14,6 +14,7 @@ mod install;
 mod lookup;
 mod mcp;
 mod mcp_client;
+mod memory;
 mod project;
 mod protocol;
 mod ranking;

@@ -33,11 +33,6 @@ const COMMON: &[&str] = &[
     "use", "test", "check", "init", "default", "config", "options", "args", "return", "self",
 ];
 
-/// Memory for word vectors held in the process (`AMANMCP_WORD_MEMORY_MB`), in MB: past it the
-/// table is emptied and refilled from the shared cache (a few microseconds a word), so it
-/// bounds the daemon's memory whatever the projects' vocabulary.
-const DEFAULT_WORD_MEMORY_MB: usize = 160;
-
 /// What one word held costs: its f16 vector (768 bytes), its text and the map's entry.
 const BYTES_PER_KNOWN_WORD: usize = 900;
 
@@ -45,12 +40,17 @@ const BYTES_PER_KNOWN_WORD: usize = 900;
 fn max_known_words() -> usize {
     static MAX: OnceLock<usize> = OnceLock::new();
     *MAX.get_or_init(|| {
-        let mb = std::env::var("AMANMCP_WORD_MEMORY_MB")
+        // Past it the table is emptied and refilled from the shared cache (a few
+        // microseconds a word), so it bounds the daemon's memory whatever the projects'
+        // vocabulary: the memory budget's share, unless set on its own.
+        let bytes = std::env::var("AMANMCP_WORD_MEMORY_MB")
             .ok()
             .and_then(|v| v.trim().parse::<usize>().ok())
-            .unwrap_or(DEFAULT_WORD_MEMORY_MB)
-            .max(8);
-        mb * 1_000_000 / BYTES_PER_KNOWN_WORD
+            .map_or_else(
+                || crate::memory::budget().word_bytes(),
+                |mb| mb.max(8) * 1_000_000,
+            );
+        bytes / BYTES_PER_KNOWN_WORD
     })
 }
 

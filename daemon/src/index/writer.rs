@@ -1,7 +1,7 @@
 //! The project's single writer: the only thread that writes to LMDB or tantivy.
 //!
 //! Updates arrive over a bounded channel and are committed in batches (every
-//! [`COMMIT_INTERVAL`], every [`MAX_STAGED_FILES`] files, or on [`WriteOp::Flush`]).
+//! [`COMMIT_INTERVAL`], every [`memory::Budget::staged_files`](crate::memory::Budget::staged_files) files, or on [`WriteOp::Flush`]).
 //!
 //! A commit keeps LMDB and tantivy consistent across crashes with a write-ahead intent:
 //! 1. LMDB: mark the batch's paths dirty, commit;
@@ -34,8 +34,6 @@ pub const COMMIT_INTERVAL: Duration = Duration::from_millis(700);
 /// While updates keep flowing without pause (a cold pass), the interval doubles up to this:
 /// fewer commits mean fewer tantivy segments to merge. It resets once the stream pauses.
 pub const MAX_COMMIT_INTERVAL: Duration = Duration::from_secs(5);
-/// Staged changes are committed once this many files are waiting.
-pub const MAX_STAGED_FILES: usize = 2000;
 
 /// A new or changed file, read and chunked.
 pub struct FileUpdate {
@@ -218,7 +216,7 @@ impl Writer {
                     let due = self
                         .first_staged
                         .is_some_and(|first| first.elapsed() >= self.interval);
-                    if due || self.staged.len() >= MAX_STAGED_FILES {
+                    if due || self.staged.len() >= crate::memory::budget().staged_files() {
                         self.commit_or_fail();
                         self.interval = (self.interval * 2).min(MAX_COMMIT_INTERVAL);
                     }

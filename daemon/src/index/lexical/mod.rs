@@ -31,8 +31,6 @@ const SYMBOL_BOOST: f32 = 3.0;
 const PATH_BOOST: f32 = 2.0;
 /// At most this many distinct query terms are used (long issue texts).
 const MAX_QUERY_TERMS: usize = 128;
-/// Heap given to tantivy's indexing threads.
-const WRITER_HEAP_BYTES: usize = 64 << 20;
 
 /// The schema's fields.
 #[derive(Clone, Copy)]
@@ -228,7 +226,7 @@ impl Lexical {
         let threads = std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).clamp(1, 4));
         let writer = self
             .index
-            .writer_with_num_threads(threads, WRITER_HEAP_BYTES)
+            .writer_with_num_threads(threads, crate::memory::budget().writer_heap_bytes(threads))
             .map_err(|e| self.err(e))?;
         writer.set_merge_policy(Box::new(fresh::LiveSegmentsOnly::default()));
         // A daemon killed mid-commit leaves files that no commit references (a `.del` file

@@ -5,7 +5,7 @@
 //!
 //! New vectors join a small recent graph, merged into the open large graph when it has grown
 //! (see [`RECENT`]), so linking a saved file's vectors costs the recent graph's size, not the
-//! project's. A large graph holds at most [`SEAL`] vectors; past it the next one opens, so no
+//! project's. A large graph holds at most [`seal`] vectors; past it the next one opens, so no
 //! build ever links, or holds in memory, more than that, however large the project. A search
 //! asks every graph.
 //!
@@ -38,15 +38,22 @@ pub type Error = hannoy::Error;
 /// of the graph it builds, so a build costs the size of the graph whatever was added: one
 /// saved file's vector took 330-390 ms to link into 84,000 (issue 30), holding the writer's
 /// transaction and every saved file behind it. The recent graph keeps that cost to its own
-/// size; sealing large graphs at [`SEAL`] keeps a merge's, and its memory, bounded.
+/// size; sealing large graphs at [`seal`] keeps a merge's, and its memory, bounded.
 const MAIN: u16 = 0;
 const RECENT: u16 = 1;
-/// The most vectors one large graph takes; the next vectors open a new one. A build holds
+/// The most vectors one large graph takes (the memory budget's share, 65,536 by default);
+/// the next vectors open a new one. A build holds
 /// the graph's links in memory and dirties every page of it in the writer's transaction:
 /// with one unbounded graph a first pass's commits each rewrote the whole project's graph,
 /// so memory grew with the vectors embedded and the embedding rate collapsed (a 55,690-file
 /// monorepo: ~950 chunks/s at first, 10-20 around 235,000 vectors).
-const SEAL: u64 = if cfg!(test) { 10_000 } else { 1 << 16 };
+fn seal() -> u64 {
+    if cfg!(test) {
+        10_000
+    } else {
+        crate::memory::budget().graph_vectors()
+    }
+}
 /// Metadata key: how many large graphs have been opened (absent: one).
 const GRAPHS_KEY: &str = "ann_graphs";
 /// The recent graph is merged into the open large graph once it holds more than this many
@@ -274,7 +281,7 @@ impl AnnWriter {
     }
 
     /// Move the recent graph's vectors into the open large graph (opening the next one at
-    /// [`SEAL`]), drop the `deferred` vectors held by a graph that is linked anyway or holds
+    /// [`seal`]), drop the `deferred` vectors held by a graph that is linked anyway or holds
     /// more of them than it lets wait, and link every large graph that changed. Returns the
     /// deferred ids no graph holds any more.
     fn merge(&mut self, wtxn: &mut RwTxn, seed: u64, deferred: &[u32]) -> Result<Vec<u32>, Error> {
@@ -285,7 +292,7 @@ impl AnnWriter {
         self.recent.clear(wtxn)?;
         let mut open_size = self.open_size(wtxn)?;
         for (id, vector) in &moved {
-            if open_size >= SEAL {
+            if open_size >= seal() {
                 self.open_next(wtxn)?;
                 open_size = 0;
             }
@@ -557,11 +564,11 @@ pub(super) mod tests {
                 .read(|rtxn| Ok(store.vector_deletes.len(rtxn)?))
                 .unwrap()
         };
-        // Bulk commits fill the open graph to SEAL, then open the next.
+        // Bulk commits fill the open graph to its seal, then open the next.
         add_file(&store, "a.rs", 0..5000);
         add_file(&store, "b.rs", 5000..6100);
         add_file(&store, "c.rs", 6100..22000);
-        assert_eq!(graph_sizes(&store), (vec![SEAL, SEAL, 2000], 0));
+        assert_eq!(graph_sizes(&store), (vec![seal(), seal(), 2000], 0));
         // Every graph is searched.
         for id in [1, 6050, 9999, 10000, 19999, 20000, 21999] {
             assert_eq!(nearest_to(&store, id), id);
@@ -579,7 +586,7 @@ pub(super) mod tests {
         // Past an eighth of the graph they are dropped from it, the other graphs untouched.
         remove_file(&store, "a.rs");
         assert_eq!(waiting(&store), 0);
-        assert_eq!(graph_sizes(&store), (vec![3900, SEAL, 2000], 0));
+        assert_eq!(graph_sizes(&store), (vec![3900, seal(), 2000], 0));
         for id in [6100, 9999, 15000, 21999] {
             assert_eq!(nearest_to(&store, id), id);
         }

@@ -1,0 +1,115 @@
+//! The memory budget (`AMANMCP_MEMORY_MB`): a project is indexed and embedded while the
+//! daemon's own memory stays within it.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use amanmcp_tests::{FakeEmbedServer, TestEnv};
+
+/// The budget under test, in MB: a debug build's daemon, whose fixed costs (parsers, the
+/// runtime, its threads) are about 80 MB during a pass.
+const BUDGET_MB: u64 = 160;
+
+/// Files and functions per file of the generated project.
+const FILES: usize = 2000;
+const FUNCTIONS: usize = 12;
+
+/// A made-up word for `n` (distinct for each `n`), so every chunk's text is new.
+fn word(mut n: usize) -> String {
+    const SYLLABLES: [&str; 16] = [
+        "ka", "lo", "mi", "nu", "pe", "ra", "si", "to", "va", "zu", "be", "do", "fi", "gu", "ho",
+        "ja",
+    ];
+    let mut out = String::new();
+    loop {
+        out.push_str(SYLLABLES[n % 16]);
+        n /= 16;
+        if n == 0 {
+            return out;
+        }
+    }
+}
+
+fn module(i: usize) -> String {
+    let mut text = String::new();
+    for f in 0..FUNCTIONS {
+        let n = i * FUNCTIONS + f;
+        let (a, b) = (word(n), word(n * 7 + 3));
+        text.push_str(&format!(
+            "def {a}_{b}(value, {b}_count):\n    \"\"\"Turn the {a} into a {b} for step {n}.\"\"\"\n    total = value * {n} + {b}_count\n    for item in range({f} + 3):\n        total += item * {i}\n    return {a}_helper(total, \"{b}\")\n\n\n"
+        ));
+    }
+    text
+}
+
+/// The daemon's own memory now, in kB (`RssAnon`: its heaps, not the files it maps).
+fn own_kb(pid: i32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("RssAnon:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[test]
+fn a_project_is_indexed_and_embedded_within_the_memory_budget() {
+    let server = FakeEmbedServer::start(&["fake-embed"]);
+    let env = TestEnv::new();
+    let files: Vec<(String, String)> = (0..FILES)
+        .map(|i| (format!("pkg{}/m{i}.py", i % 40), module(i)))
+        .collect();
+    let root = env.project("big", &files);
+    let url = server.url();
+    let budget = BUDGET_MB.to_string();
+    let mut daemon = env.start_daemon_with(&[
+        ("AMANMCP_MEMORY_MB", budget.as_str()),
+        ("AMANMCP_EMBEDDER", "ollama"),
+        ("AMANMCP_EMBED_URL", url.as_str()),
+        ("AMANMCP_EMBED_MODEL", "fake-embed"),
+        ("AMANMCP_EMBED_BATCH", "256"),
+    ]);
+    let pid = env.daemon_pid().expect("daemon running");
+
+    // Sample the daemon's own memory from its start to the last vector.
+    let peak = Arc::new(AtomicU64::new(own_kb(pid).expect("RssAnon")));
+    let done = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let (peak, done) = (peak.clone(), done.clone());
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                if let Some(kb) = own_kb(pid) {
+                    peak.fetch_max(kb, Ordering::Relaxed);
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    let ran = env.amanctl_on(&root, &["index"]);
+    assert!(ran.ok(), "{}", ran.text());
+    env.wait_for(Duration::from_secs(600), "every chunk embedded", || {
+        let status = env.project_status();
+        status["state"] == "ready" && status["embedding"]["embedded"] == status["chunks"]
+    });
+    done.store(true, Ordering::Relaxed);
+    sampler.join().unwrap();
+
+    let status = env.project_status();
+    let chunks = status["chunks"].as_u64().unwrap();
+    let index_mb = status["index_bytes"].as_u64().unwrap() / 1_000_000;
+    let peak_mb = peak.load(Ordering::Relaxed) / 1024;
+    eprintln!("{chunks} chunks, index {index_mb} MB, the daemon's own memory at most {peak_mb} MB");
+    assert!(chunks >= 4000, "only {chunks} chunks: {status}");
+    assert!(
+        peak_mb <= BUDGET_MB,
+        "the daemon's own memory reached {peak_mb} MB, over its budget of {BUDGET_MB} MB\n{}",
+        env.daemon_log()
+    );
+    // The index is whole: every chunk in LMDB and tantivy, with its vector.
+    env.verify_ok(&root, "after embedding within the budget");
+    let ran = env.amanctl_on(
+        &root,
+        &["search", "--mode", "semantic", "--json", "turn the value"],
+    );
+    assert!(ran.ok() && ran.stdout.contains(".py"), "{}", ran.text());
+    env.stop_daemon();
+    daemon.wait().unwrap();
+}
