@@ -62,6 +62,12 @@ impl Budget {
         (self.mb * 2000 / DEFAULT_MB).max(100)
     }
 
+    /// Bytes of vectors a project's writer stages before it commits: a thirty-second of the
+    /// budget (32 MB by default; 80,000 vectors of 384 dimensions), at least 4 MB.
+    pub fn staged_vector_bytes(self) -> usize {
+        ((self.mb << 20) / 32).max(4 << 20)
+    }
+
     /// Vectors one ANN graph holds before the next is opened: 64 per MB of the budget
     /// (65,536 by default), at least 4,096. A graph's build holds its links in memory and
     /// dirties every page of it in one transaction.
@@ -80,12 +86,14 @@ mod tests {
         assert_eq!(default.word_bytes(), 160_000_000);
         assert_eq!(default.writer_heap_bytes(1), 64 << 20);
         assert_eq!(default.staged_files(), 2000);
+        assert_eq!(default.staged_vector_bytes(), 32 << 20);
         assert_eq!(default.graph_vectors(), 65_536);
         let small = Budget::of(128);
         assert_eq!(small.word_bytes(), 20_000_000);
         assert_eq!(small.writer_heap_bytes(1), 15 << 20);
         assert_eq!(small.writer_heap_bytes(2), 30 << 20);
         assert_eq!(small.staged_files(), 250);
+        assert_eq!(small.staged_vector_bytes(), 4 << 20);
         assert_eq!(small.graph_vectors(), 8192);
         assert_eq!(Budget::of(1), Budget::of(MIN_MB));
     }

@@ -146,6 +146,7 @@ pub fn spawn(
                 writer: Some(writer),
                 next_chunk_id,
                 staged: Vec::new(),
+                staged_vector_bytes: 0,
                 lexical_paths: HashSet::new(),
                 first_staged: None,
                 interval: COMMIT_INTERVAL,
@@ -179,6 +180,8 @@ struct Writer {
     writer: Option<tantivy::IndexWriter>,
     next_chunk_id: u64,
     staged: Vec<Staged>,
+    /// Bytes of the vectors staged: with the files staged, what a commit waits with in memory.
+    staged_vector_bytes: usize,
     lexical_paths: HashSet<String>,
     first_staged: Option<Instant>,
     /// The current commit interval (see [`MAX_COMMIT_INTERVAL`]).
@@ -216,7 +219,11 @@ impl Writer {
                     let due = self
                         .first_staged
                         .is_some_and(|first| first.elapsed() >= self.interval);
-                    if due || self.staged.len() >= crate::memory::budget().staged_files() {
+                    let budget = crate::memory::budget();
+                    if due
+                        || self.staged.len() >= budget.staged_files()
+                        || self.staged_vector_bytes >= budget.staged_vector_bytes()
+                    {
                         self.commit_or_fail();
                         self.interval = (self.interval * 2).min(MAX_COMMIT_INTERVAL);
                     }
@@ -307,7 +314,13 @@ impl Writer {
                 self.lexical_paths.insert(path.clone());
                 self.staged.push(Staged::Remove(path));
             }
-            WriteOp::Vectors(items) => self.staged.push(Staged::Vectors(items)),
+            WriteOp::Vectors(items) => {
+                self.staged_vector_bytes += items
+                    .iter()
+                    .map(|item| std::mem::size_of_val(item.vector.as_slice()))
+                    .sum::<usize>();
+                self.staged.push(Staged::Vectors(items));
+            }
             WriteOp::ChunkerVersion(version) => self.staged.push(Staged::ChunkerVersion(version)),
             WriteOp::Flush(_) | WriteOp::Settle(_) => unreachable!("handled by run"),
         }
@@ -387,12 +400,14 @@ impl Writer {
             }
         }
         self.staged.clear();
+        self.staged_vector_bytes = 0;
         self.lexical_paths.clear();
         self.first_staged = None;
     }
 
     fn commit(&mut self) -> Result<(), IndexError> {
         self.first_staged = None;
+        self.staged_vector_bytes = 0;
         if self.staged.is_empty() {
             return Ok(());
         }
