@@ -68,11 +68,11 @@ impl Budget {
         ((self.mb << 20) / 32).max(4 << 20)
     }
 
-    /// Vectors one ANN graph holds before the next is opened: 64 per MB of the budget
-    /// (65,536 by default), at least 4,096. A graph's build holds its links in memory and
+    /// Vectors one ANN graph holds before the next is opened: 128 per MB of the budget
+    /// (131,072 by default), at least 4,096. A graph's build holds its links in memory and
     /// dirties every page of it in one transaction.
     pub fn graph_vectors(self) -> u64 {
-        (self.mb as u64 * 64).max(4096)
+        (self.mb as u64 * 128).max(4096)
     }
 }
 
@@ -87,14 +87,14 @@ mod tests {
         assert_eq!(default.writer_heap_bytes(1), 64 << 20);
         assert_eq!(default.staged_files(), 2000);
         assert_eq!(default.staged_vector_bytes(), 32 << 20);
-        assert_eq!(default.graph_vectors(), 65_536);
+        assert_eq!(default.graph_vectors(), 131_072);
         let small = Budget::of(128);
         assert_eq!(small.word_bytes(), 20_000_000);
         assert_eq!(small.writer_heap_bytes(1), 15 << 20);
         assert_eq!(small.writer_heap_bytes(2), 30 << 20);
         assert_eq!(small.staged_files(), 250);
         assert_eq!(small.staged_vector_bytes(), 4 << 20);
-        assert_eq!(small.graph_vectors(), 8192);
+        assert_eq!(small.graph_vectors(), 16_384);
         assert_eq!(Budget::of(1), Budget::of(MIN_MB));
     }
 }

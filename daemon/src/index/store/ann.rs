@@ -41,7 +41,7 @@ pub type Error = hannoy::Error;
 /// size; sealing large graphs at [`seal`] keeps a merge's, and its memory, bounded.
 const MAIN: u16 = 0;
 const RECENT: u16 = 1;
-/// The most vectors one large graph takes (the memory budget's share, 65,536 by default);
+/// The most vectors one large graph takes (the memory budget's share, 131,072 by default);
 /// the next vectors open a new one. A build holds
 /// the graph's links in memory and dirties every page of it in the writer's transaction:
 /// with one unbounded graph a first pass's commits each rewrote the whole project's graph,
