@@ -491,6 +491,13 @@ pub(super) mod tests {
         (large.iter().sum(), recent)
     }
 
+    /// Removed chunks whose vectors are still to be dropped.
+    fn waiting(store: &Store) -> u64 {
+        store
+            .read(|rtxn| Ok(store.vector_deletes.len(rtxn)?))
+            .unwrap()
+    }
+
     /// The chunk nearest to chunk `id`'s own vector.
     fn nearest_to(store: &Store, id: u64) -> u64 {
         store.nearest(&vector(id), 10, None, 0).unwrap()[0].0
@@ -528,11 +535,6 @@ pub(super) mod tests {
     fn removed_vectors_of_the_main_graph_wait_for_a_merge_unseen_by_searches() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let waiting = |store: &Store| {
-            store
-                .read(|rtxn| Ok(store.vector_deletes.len(rtxn)?))
-                .unwrap()
-        };
         add_file(&store, "a.rs", 0..8000);
         add_file(&store, "b.rs", 8000..9100);
         assert_eq!(sizes(&store), (9100, 0));
@@ -559,11 +561,6 @@ pub(super) mod tests {
     fn a_large_graph_is_sealed_and_the_next_one_takes_new_vectors() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let waiting = |store: &Store| {
-            store
-                .read(|rtxn| Ok(store.vector_deletes.len(rtxn)?))
-                .unwrap()
-        };
         // Bulk commits fill the open graph to its seal, then open the next.
         add_file(&store, "a.rs", 0..5000);
         add_file(&store, "b.rs", 5000..6100);
