@@ -169,11 +169,10 @@ impl HttpEmbedder {
                 false,
             )
         };
-        let body: Value = serde_json::from_str(&text)
-            .map_err(|e| bad(format!("the answer is not JSON ({e})")))?;
+        // Read straight into floats: as `serde_json::Value` each number took ~32 bytes.
         let raw = match self.api {
-            HttpApi::Ollama => parse_ollama(&body),
-            HttpApi::OpenAi => parse_openai(&body),
+            HttpApi::Ollama => parse_ollama(&text),
+            HttpApi::OpenAi => parse_openai(&text),
         }
         .map_err(bad)?;
         if raw.len() != texts.len() {
@@ -249,40 +248,39 @@ impl Embedder for HttpEmbedder {
     }
 }
 
-fn float_vector(value: &Value) -> Option<Vec<f32>> {
-    value
-        .as_array()?
-        .iter()
-        .map(|v| v.as_f64().map(|f| f as f32))
-        .collect()
+/// Ollama's answer: `{"embeddings": [[...], ...]}`.
+#[derive(serde::Deserialize)]
+struct OllamaAnswer {
+    embeddings: Vec<Vec<f32>>,
 }
 
-fn parse_ollama(body: &Value) -> Result<Vec<Vec<f32>>, String> {
-    body.get("embeddings")
-        .and_then(Value::as_array)
-        .ok_or_else(|| "no `embeddings` array in the answer".to_string())?
-        .iter()
-        .map(|v| float_vector(v).ok_or_else(|| "an embedding is not an array of numbers".into()))
-        .collect()
+/// An OpenAI-compatible answer: `{"data": [{"index": 0, "embedding": [...]}, ...]}`.
+#[derive(serde::Deserialize)]
+struct OpenAiAnswer {
+    data: Vec<OpenAiItem>,
 }
 
-fn parse_openai(body: &Value) -> Result<Vec<Vec<f32>>, String> {
-    let data = body
-        .get("data")
-        .and_then(Value::as_array)
-        .ok_or_else(|| "no `data` array in the answer".to_string())?;
-    let mut indexed = Vec::with_capacity(data.len());
-    for (position, item) in data.iter().enumerate() {
-        let index = item
-            .get("index")
-            .and_then(Value::as_u64)
-            .map_or(position, |i| i as usize);
-        let vector = item
-            .get("embedding")
-            .and_then(float_vector)
-            .ok_or_else(|| "an item has no numeric `embedding`".to_string())?;
-        indexed.push((index, vector));
-    }
+#[derive(serde::Deserialize)]
+struct OpenAiItem {
+    index: Option<usize>,
+    embedding: Vec<f32>,
+}
+
+fn parse_ollama(text: &str) -> Result<Vec<Vec<f32>>, String> {
+    serde_json::from_str::<OllamaAnswer>(text)
+        .map(|answer| answer.embeddings)
+        .map_err(|e| format!("the answer is not an `embeddings` array of number arrays ({e})"))
+}
+
+fn parse_openai(text: &str) -> Result<Vec<Vec<f32>>, String> {
+    let answer = serde_json::from_str::<OpenAiAnswer>(text)
+        .map_err(|e| format!("the answer is not a `data` array of numeric `embedding`s ({e})"))?;
+    let mut indexed: Vec<(usize, Vec<f32>)> = answer
+        .data
+        .into_iter()
+        .enumerate()
+        .map(|(position, item)| (item.index.unwrap_or(position), item.embedding))
+        .collect();
     indexed.sort_by_key(|(index, _)| *index);
     Ok(indexed.into_iter().map(|(_, v)| v).collect())
 }
@@ -331,7 +329,7 @@ mod tests {
             {"index": 0, "embedding": [1.0, 0.0]}
         ]});
         assert_eq!(
-            parse_openai(&body).unwrap(),
+            parse_openai(&body.to_string()).unwrap(),
             vec![vec![1.0, 0.0], vec![0.0, 1.0]]
         );
     }
@@ -347,8 +345,15 @@ mod tests {
     }
 
     #[test]
-    fn ollama_answer_without_embeddings_is_an_error() {
-        assert!(parse_ollama(&json!({"embedding": [1.0]})).is_err());
-        assert!(parse_ollama(&json!({"embeddings": [["x"]]})).is_err());
+    fn ollama_answers_are_read_as_floats_and_anything_else_is_an_error() {
+        let parse = |body: Value| parse_ollama(&body.to_string());
+        assert!(parse(json!({"embedding": [1.0]})).is_err());
+        assert!(parse(json!({"embeddings": [["x"]]})).is_err());
+        assert!(parse(json!({"embeddings": [[1.0, null]]})).is_err());
+        assert!(parse_ollama("not json").is_err());
+        assert_eq!(
+            parse(json!({"model": "m", "embeddings": [[1, 0.5]]})).unwrap(),
+            vec![vec![1.0, 0.5]]
+        );
     }
 }
