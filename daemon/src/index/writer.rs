@@ -1,7 +1,8 @@
 //! The project's single writer: the only thread that writes to LMDB or tantivy.
 //!
 //! Updates arrive over a bounded channel and are committed in batches (every
-//! [`COMMIT_INTERVAL`], every [`memory::Budget::staged_files`](crate::memory::Budget::staged_files) files, or on [`WriteOp::Flush`]).
+//! [`COMMIT_INTERVAL`], once the files or the vector bytes staged reach the memory budget's
+//! share, [`crate::memory::Budget`], or on [`WriteOp::Flush`]).
 //!
 //! A commit keeps LMDB and tantivy consistent across crashes with a write-ahead intent:
 //! 1. LMDB: mark the batch's paths dirty, commit;

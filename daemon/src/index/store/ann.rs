@@ -153,6 +153,14 @@ impl<'t> AnnReader<'t> {
         out
     }
 
+    /// The vectors graph `index` holds: 0 without that graph.
+    fn len_of(&self, index: u16) -> u64 {
+        self.0
+            .iter()
+            .find(|graph| graph.index() == index)
+            .map_or(0, |graph| graph.n_items())
+    }
+
     pub(super) fn dimensions(&self) -> usize {
         self.0[0].dimensions()
     }
@@ -264,17 +272,19 @@ impl AnnWriter {
                 link(&self.recent, wtxn, seed)?;
             }
         }
-        let recent = size(wtxn, self.database, RECENT)?.unwrap_or(0);
-        let mut open_size = 0;
-        for n in 0..self.large.len() {
-            // `None`: the graph needs linking (a vector replaced in it).
-            match size(wtxn, self.database, large_index(n as u16))? {
-                Some(size) => open_size = size,
-                None => return self.merge(wtxn, seed, deferred).map(Some),
+        for graph in &self.large {
+            // A vector replaced in it: it needs linking.
+            if graph.need_build(wtxn)? {
+                return self.merge(wtxn, seed, deferred).map(Some);
             }
         }
-        let reader = AnnReader::open(wtxn, self.database, self.meta)?;
-        if recent <= merge_bound(open_size) && !reader.is_some_and(|r| r.drops_due(deferred)) {
+        // Every graph is linked now: one read view gives their sizes and what is due.
+        let Some(reader) = AnnReader::open(wtxn, self.database, self.meta)? else {
+            return Ok(None);
+        };
+        let open = large_index(self.large.len() as u16 - 1);
+        if reader.len_of(RECENT) <= merge_bound(reader.len_of(open)) && !reader.drops_due(deferred)
+        {
             return Ok(None);
         }
         self.merge(wtxn, seed, deferred).map(Some)
