@@ -1,0 +1,194 @@
+//! The ANN graphs' unit tests: which graph new vectors join, when removed ones are dropped,
+//! and sealing.
+
+use super::*;
+use crate::index::store::{ChunkRecord, EmbeddedChunk, FileRecord, Store};
+
+const DIMS: usize = 16;
+
+/// A deterministic unit-ish vector for chunk `id`.
+fn vector(id: u64) -> Vec<f32> {
+    let mut state = id.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..DIMS)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+/// Index file `path` with chunks `ids` and give them their vectors, in one commit.
+fn add_file(store: &Store, path: &str, ids: std::ops::Range<u64>) {
+    add_file_with(store, path, ids, vector);
+}
+
+/// Index file `path` with chunks `ids` (chunk `id`'s text hash `1_000_000 + id`) and give
+/// them the vectors `vector` makes, in one commit.
+pub(in crate::index::store) fn add_file_with(
+    store: &Store,
+    path: &str,
+    ids: std::ops::Range<u64>,
+    vector: impl Fn(u64) -> Vec<f32>,
+) {
+    let chunks: Vec<(u64, ChunkRecord)> = ids
+        .clone()
+        .map(|id| {
+            let record = ChunkRecord {
+                path: path.into(),
+                start_line: 1,
+                end_line: 1,
+                symbol: None,
+                kind: None,
+                hash: 1_000_000 + id,
+            };
+            (id, record)
+        })
+        .collect();
+    let file = FileRecord {
+        size: 1,
+        mtime_ns: 1,
+        hash: 1,
+        language: "rust".into(),
+        chunk_ids: ids.clone().collect(),
+    };
+    let items: Vec<EmbeddedChunk> = ids
+        .clone()
+        .map(|id| EmbeddedChunk {
+            chunk_id: id,
+            hash: 1_000_000 + id,
+            vector: vector(id),
+        })
+        .collect();
+    let mut txn = store.write_txn().unwrap();
+    txn.put_file(path, &file, &chunks, &[], &Default::default())
+        .unwrap();
+    assert_eq!(txn.put_vectors(&items).unwrap(), items.len());
+    txn.build_vectors(ids.end).unwrap();
+    txn.commit(ids.end).unwrap();
+}
+
+/// Remove `path`, then run a vector commit (as the embedding worker's empty one).
+fn remove_file(store: &Store, path: &str) {
+    let mut txn = store.write_txn().unwrap();
+    txn.remove_file(path).unwrap();
+    txn.put_vectors(&[]).unwrap();
+    txn.build_vectors(7).unwrap();
+    txn.commit(1 << 20).unwrap();
+}
+
+/// (each large graph's size, recent graph size).
+fn graph_sizes(store: &Store) -> (Vec<u64>, u64) {
+    store
+        .read(|rtxn| {
+            let reader = AnnReader::open(rtxn, store.vectors, store.meta)?.expect("vectors");
+            let (large, recent) = reader.graph_items();
+            Ok((large.iter().map(|g| g.len()).collect(), recent.len()))
+        })
+        .unwrap()
+}
+
+/// (vectors in the large graphs, recent graph size).
+fn sizes(store: &Store) -> (u64, u64) {
+    let (large, recent) = graph_sizes(store);
+    (large.iter().sum(), recent)
+}
+
+/// Removed chunks whose vectors are still to be dropped.
+fn waiting(store: &Store) -> u64 {
+    store
+        .read(|rtxn| Ok(store.vector_deletes.len(rtxn)?))
+        .unwrap()
+}
+
+/// The chunk nearest to chunk `id`'s own vector.
+fn nearest_to(store: &Store, id: u64) -> u64 {
+    store.nearest(&vector(id), 10, None, 0).unwrap()[0].0
+}
+
+#[test]
+fn few_new_vectors_join_a_small_graph_many_the_main_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    // A first pass's commit (BULK or more vectors) links into the open large graph.
+    add_file(&store, "a.rs", 0..4400);
+    assert_eq!(sizes(&store), (4400, 0));
+    // A saved file's few join the recent graph.
+    add_file(&store, "b.rs", 4400..4500);
+    assert_eq!(sizes(&store), (4400, 100));
+    // A search finds vectors of either graph.
+    for id in [3, 2999, 4450, 4499] {
+        assert_eq!(nearest_to(&store, id), id);
+    }
+    // A removed file's vectors in the recent graph are dropped at once.
+    remove_file(&store, "b.rs");
+    assert_eq!(sizes(&store), (4400, 0));
+    assert!(!store.vector_deletes_due().unwrap());
+    // The recent graph is merged once it holds more than MERGE_MIN.
+    for (n, start) in (4500..8700).step_by(600).enumerate() {
+        add_file(&store, &format!("c{n}.rs"), start..start + 600);
+    }
+    assert_eq!(sizes(&store), (8600, 0));
+    for id in [3, 4500, 8699] {
+        assert_eq!(nearest_to(&store, id), id);
+    }
+}
+
+#[test]
+fn removed_vectors_of_the_main_graph_wait_for_a_merge_unseen_by_searches() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    add_file(&store, "a.rs", 0..8000);
+    add_file(&store, "b.rs", 8000..9100);
+    assert_eq!(sizes(&store), (9100, 0));
+    remove_file(&store, "b.rs");
+    // Still in the large graph, queued, not due (no more than an eighth of it), never
+    // found.
+    assert_eq!(sizes(&store), (9100, 0));
+    assert_eq!(waiting(&store), 1100);
+    assert!(!store.vector_deletes_due().unwrap());
+    let found = store.nearest(&vector(8100), 50, None, 0).unwrap();
+    assert!(found.iter().all(|(id, _)| *id < 8000), "{found:?}");
+    // The next merge drops them.
+    add_file(&store, "c.rs", 9100..10200);
+    assert_eq!(sizes(&store), (9100, 0));
+    assert_eq!(waiting(&store), 0);
+    assert_eq!(nearest_to(&store, 10000), 10000);
+    assert_eq!(nearest_to(&store, 10), 10);
+    // Many removed at once are due: dropped by the next vector commit, empty or not.
+    remove_file(&store, "a.rs");
+    assert_eq!((sizes(&store), waiting(&store)), ((1100, 0), 0));
+}
+
+#[test]
+fn a_large_graph_is_sealed_and_the_next_one_takes_new_vectors() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    // Bulk commits fill the open graph to its seal, then open the next.
+    add_file(&store, "a.rs", 0..5000);
+    add_file(&store, "b.rs", 5000..6100);
+    add_file(&store, "c.rs", 6100..22000);
+    assert_eq!(graph_sizes(&store), (vec![seal(), seal(), 2000], 0));
+    // Every graph is searched.
+    for id in [1, 6050, 9999, 10000, 19999, 20000, 21999] {
+        assert_eq!(nearest_to(&store, id), id);
+    }
+    // A few removed vectors of a sealed graph wait (linking it again is not due yet),
+    // unseen by searches.
+    remove_file(&store, "b.rs");
+    assert_eq!(waiting(&store), 1100);
+    assert!(!store.vector_deletes_due().unwrap());
+    let found = store.nearest(&vector(5500), 50, None, 0).unwrap();
+    assert!(
+        found.iter().all(|(id, _)| !(5000..6100).contains(id)),
+        "{found:?}"
+    );
+    // Past an eighth of the graph they are dropped from it, the other graphs untouched.
+    remove_file(&store, "a.rs");
+    assert_eq!(waiting(&store), 0);
+    assert_eq!(graph_sizes(&store), (vec![3900, seal(), 2000], 0));
+    for id in [6100, 9999, 15000, 21999] {
+        assert_eq!(nearest_to(&store, id), id);
+    }
+}
