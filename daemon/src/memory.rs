@@ -1,8 +1,10 @@
 //! The daemon's memory budget (`AMANMCP_MEMORY_MB`, 1,024 by default): the one setting that
 //! sizes what would otherwise grow with the work, so the daemon's own memory (its heaps, not
-//! the index files it maps, which the kernel takes back when it needs them) stays within it
-//! however large a project is. Each share is stated here; what uses it says so. The lowest
-//! layer: it reads the setting, nothing else.
+//! the index files it maps, which the kernel takes back when it needs them) does not grow
+//! with a project's size. Each share is stated here; what uses it says so. Not yet under it:
+//! fixed costs (parsers, threads, the built-in model's weights, ~100 MB while indexing) and
+//! the writer's queue, bounded in operations, not bytes (very wide vectors overran a 160 MB
+//! budget: bench/README.md). The lowest layer: it reads the setting, nothing else.
 
 use std::sync::OnceLock;
 
