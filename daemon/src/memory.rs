@@ -1,12 +1,12 @@
 //! The daemon's memory budget (`AMANMCP_MEMORY_MB`, 1,024 by default): the one setting that
 //! sizes what would otherwise grow with the work, so the daemon's own memory (its heaps, not
 //! the index files it maps, which the kernel takes back when it needs them) does not grow
-//! with a project's size. Each share is stated here; what uses it says so. Not yet under it:
-//! fixed costs (parsers, threads, the built-in model's weights, ~100 MB while indexing) and
-//! the writer's queue, bounded in operations, not bytes (very wide vectors overran a 160 MB
-//! budget: bench/README.md). The lowest layer: it reads the setting, nothing else.
+//! with a project's size. Each share is stated here; what uses it says so, and [`Gate`]
+//! bounds bytes handed from one thread to another (vectors on their way to the writer). Not
+//! under it: fixed costs (parsers, threads, the built-in model's weights, ~100 MB while
+//! indexing). The lowest layer: it reads the setting, nothing else.
 
-use std::sync::OnceLock;
+use std::sync::{Condvar, Mutex, OnceLock};
 
 /// The budget when `AMANMCP_MEMORY_MB` is not set, in MB.
 pub const DEFAULT_MB: usize = 1024;
@@ -70,6 +70,12 @@ impl Budget {
         ((self.mb << 20) / 32).max(4 << 20)
     }
 
+    /// Bytes of vectors on their way to a project's writer, queued or staged: twice what it
+    /// stages before a commit, so the embedder works on while the writer commits.
+    pub fn vector_bytes_in_flight(self) -> usize {
+        2 * self.staged_vector_bytes()
+    }
+
     /// Vectors one ANN graph holds before the next is opened: 128 per MB of the budget
     /// (131,072 by default), at least 4,096. A graph's build holds its links in memory and
     /// dirties every page of it in one transaction.
@@ -78,9 +84,118 @@ impl Budget {
     }
 }
 
+/// Bytes held between producers and a consumer, bounded: [`Gate::acquire`] waits while
+/// what is held and the new bytes would pass the bound (a lone request larger than the bound
+/// passes once nothing else is held, so nothing waits forever); the consumer
+/// [`Gate::release`]s what it has let go. Once [`Gate::close`]d (the consumer is gone)
+/// nothing waits.
+#[derive(Debug)]
+pub struct Gate {
+    bound: usize,
+    state: Mutex<GateState>,
+    freed: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct GateState {
+    held: usize,
+    closed: bool,
+}
+
+impl Gate {
+    /// A gate letting at most `bound` bytes be held.
+    pub fn new(bound: usize) -> Gate {
+        Gate {
+            bound,
+            state: Mutex::default(),
+            freed: Condvar::new(),
+        }
+    }
+
+    /// Hold `bytes` more, waiting until they fit.
+    pub fn acquire(&self, bytes: usize) {
+        if bytes == 0 {
+            return;
+        }
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        while !state.closed && state.held > 0 && state.held + bytes > self.bound {
+            state = self.freed.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+        state.held += bytes;
+    }
+
+    /// `bytes` are no longer held.
+    pub fn release(&self, bytes: usize) {
+        if bytes == 0 {
+            return;
+        }
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.held = state.held.saturating_sub(bytes);
+        self.freed.notify_all();
+    }
+
+    /// The consumer is gone: nobody waits any more.
+    pub fn close(&self) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.closed = true;
+        self.freed.notify_all();
+    }
+
+    /// Bytes held now.
+    pub fn held(&self) -> usize {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).held
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    #[test]
+    fn a_gate_holds_producers_back_until_the_consumer_lets_bytes_go() {
+        let gate = Arc::new(Gate::new(100));
+        gate.acquire(60);
+        gate.acquire(0);
+        // Alone, more than the bound passes: nothing else is held to wait for.
+        let lone = Gate::new(10);
+        lone.acquire(50);
+        assert_eq!(lone.held(), 50);
+
+        let (tx, rx) = std::sync::mpsc::channel();
+        let producer = {
+            let gate = gate.clone();
+            std::thread::spawn(move || {
+                gate.acquire(60);
+                tx.send(()).unwrap();
+            })
+        };
+        assert!(
+            rx.recv_timeout(Duration::from_millis(200)).is_err(),
+            "60 + 60 bytes passed a bound of 100"
+        );
+        gate.release(60);
+        rx.recv_timeout(Duration::from_secs(5))
+            .expect("the producer still waits after the bytes were let go");
+        producer.join().unwrap();
+        assert_eq!(gate.held(), 60);
+
+        // A closed gate (its consumer gone) lets everyone through.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let waiting = {
+            let gate = gate.clone();
+            std::thread::spawn(move || {
+                gate.acquire(90);
+                tx.send(()).unwrap();
+            })
+        };
+        assert!(rx.recv_timeout(Duration::from_millis(200)).is_err());
+        gate.close();
+        rx.recv_timeout(Duration::from_secs(5))
+            .expect("a closed gate still holds a producer");
+        waiting.join().unwrap();
+    }
 
     #[test]
     fn the_default_budget_gives_the_measured_defaults_and_a_small_one_less() {
@@ -89,6 +204,7 @@ mod tests {
         assert_eq!(default.writer_heap_bytes(1), 64 << 20);
         assert_eq!(default.staged_files(), 2000);
         assert_eq!(default.staged_vector_bytes(), 32 << 20);
+        assert_eq!(default.vector_bytes_in_flight(), 64 << 20);
         assert_eq!(default.graph_vectors(), 131_072);
         let small = Budget::of(128);
         assert_eq!(small.word_bytes(), 20_000_000);

@@ -29,6 +29,8 @@ pub struct FakeEmbedState {
     known: std::sync::Mutex<Vec<String>>,
     /// Delay before each answer.
     delay_ms: std::sync::atomic::AtomicU64,
+    /// Dimensions of the vectors served, when not [`FAKE_DIMS`].
+    dims: std::sync::atomic::AtomicUsize,
     stop: std::sync::atomic::AtomicBool,
 }
 
@@ -37,7 +39,12 @@ pub const FAKE_DIMS: usize = 64;
 
 /// The fake embedding of `text`.
 pub fn fake_embedding(text: &str) -> Vec<f32> {
-    let mut v = vec![0f32; FAKE_DIMS];
+    fake_embedding_of_width(text, FAKE_DIMS)
+}
+
+/// The fake embedding of `text` in `dims` dimensions.
+fn fake_embedding_of_width(text: &str, dims: usize) -> Vec<f32> {
+    let mut v = vec![0f32; dims];
     for word in text
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| w.len() > 2)
@@ -46,7 +53,7 @@ pub fn fake_embedding(text: &str) -> Vec<f32> {
         for b in word.to_lowercase().bytes() {
             h = (h ^ u64::from(b)).wrapping_mul(0x100000001b3);
         }
-        v[(h % FAKE_DIMS as u64) as usize] += 1.0;
+        v[(h % dims as u64) as usize] += 1.0;
     }
     v[0] += 0.01;
     v
@@ -101,6 +108,13 @@ impl FakeEmbedServer {
             .iter()
             .filter(|t| t.contains('\n'))
             .count()
+    }
+
+    /// Serve vectors of `dims` dimensions (wide models: 4,096 and more).
+    pub fn set_dims(&self, dims: usize) {
+        self.state
+            .dims
+            .store(dims, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Wait this long before each answer.
@@ -171,7 +185,14 @@ fn serve_embed(stream: std::net::TcpStream, state: &FakeEmbedState) -> std::io::
         state.models.lock().unwrap().push(model.clone());
         state.batches.lock().unwrap().push(texts.len());
         state.texts.lock().unwrap().extend(texts.iter().cloned());
-        let vectors: Vec<Vec<f32>> = texts.iter().map(|t| fake_embedding(t)).collect();
+        let dims = match state.dims.load(std::sync::atomic::Ordering::SeqCst) {
+            0 => FAKE_DIMS,
+            dims => dims,
+        };
+        let vectors: Vec<Vec<f32>> = texts
+            .iter()
+            .map(|t| fake_embedding_of_width(t, dims))
+            .collect();
         let answer = if path == "/api/embed" {
             json!({"model": model, "embeddings": vectors})
         } else {

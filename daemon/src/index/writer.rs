@@ -2,7 +2,10 @@
 //!
 //! Updates arrive over a bounded channel and are committed in batches (every
 //! [`COMMIT_INTERVAL`], once the files or the vector bytes staged reach the memory budget's
-//! share, [`crate::memory::Budget`], or on [`WriteOp::Flush`]).
+//! share, [`crate::memory::Budget`], or on [`WriteOp::Flush`]). The channel holds at most
+//! 256 operations, and vectors, whose operations differ in size by the model's width, are
+//! bounded in bytes too: a sender waits while the vectors queued and staged, not yet
+//! committed, hold the budget's share ([`crate::memory::Gate`]).
 //!
 //! A commit keeps LMDB and tantivy consistent across crashes with a write-ahead intent:
 //! 1. LMDB: mark the batch's paths dirty, commit;
@@ -29,6 +32,7 @@ use crate::error::IndexError;
 use crate::index::ProjectIndex;
 use crate::index::lexical::ChunkDoc;
 use crate::index::store::{ChunkRecord, EmbeddedChunk, FileRecord, SymbolRecord};
+use crate::memory::Gate;
 
 /// Staged changes are committed at least this often while updates flow.
 pub const COMMIT_INTERVAL: Duration = Duration::from_millis(700);
@@ -87,14 +91,26 @@ pub enum WriteOp {
 #[derive(Clone)]
 pub struct WriterHandle {
     tx: SyncSender<WriteOp>,
+    /// Vector bytes sent and not yet committed.
+    vector_bytes: Arc<Gate>,
     /// The index's directory, for errors.
     dir: std::path::PathBuf,
 }
 
 impl WriterHandle {
-    /// Queue an operation (blocks while the queue is full).
+    /// Queue an operation (blocks while the queue is full, or while the vectors sent and
+    /// not yet committed hold the memory budget's share).
     pub fn send(&self, op: WriteOp) -> bool {
-        self.tx.send(op).is_ok()
+        let bytes = match &op {
+            WriteOp::Vectors(items) => vector_bytes(items),
+            _ => 0,
+        };
+        self.vector_bytes.acquire(bytes);
+        let sent = self.tx.send(op).is_ok();
+        if !sent {
+            self.vector_bytes.release(bytes);
+        }
+        sent
     }
 
     /// Commit everything queued so far and wait for it.
@@ -137,8 +153,10 @@ pub fn spawn(
 ) -> Result<(WriterHandle, std::thread::JoinHandle<()>), IndexError> {
     let dir = index.lexical.dir().to_path_buf();
     let (tx, rx) = mpsc::sync_channel(256);
+    let vector_bytes = Arc::new(Gate::new(crate::memory::budget().vector_bytes_in_flight()));
     let writer = index.lexical.writer()?;
     let next_chunk_id = index.store.next_chunk_id()?;
+    let gate = vector_bytes.clone();
     let thread = std::thread::Builder::new()
         .name("amanmcp-writer".into())
         .spawn(move || {
@@ -148,6 +166,7 @@ pub fn spawn(
                 next_chunk_id,
                 staged: Vec::new(),
                 staged_vector_bytes: 0,
+                vector_gate: gate,
                 lexical_paths: HashSet::new(),
                 first_staged: None,
                 interval: COMMIT_INTERVAL,
@@ -157,7 +176,14 @@ pub fn spawn(
             .run(rx)
         })
         .map_err(|e| IndexError::io(std::path::Path::new("writer thread"), e))?;
-    Ok((WriterHandle { tx, dir }, thread))
+    Ok((
+        WriterHandle {
+            tx,
+            vector_bytes,
+            dir,
+        },
+        thread,
+    ))
 }
 
 enum Staged {
@@ -183,6 +209,8 @@ struct Writer {
     staged: Vec<Staged>,
     /// Bytes of the vectors staged: with the files staged, what a commit waits with in memory.
     staged_vector_bytes: usize,
+    /// Vector bytes sent and not yet committed: released when staged vectors are let go.
+    vector_gate: Arc<Gate>,
     lexical_paths: HashSet<String>,
     first_staged: Option<Instant>,
     /// The current commit interval (see [`MAX_COMMIT_INTERVAL`]).
@@ -251,10 +279,20 @@ impl Writer {
     }
 
     fn stage(&mut self, op: WriteOp) -> Result<(), IndexError> {
+        self.first_staged.get_or_insert_with(Instant::now);
+        // Vectors first: staged whatever tantivy's state, so the bytes they hold are let go
+        // with the next commit or failure.
+        let op = match op {
+            WriteOp::Vectors(items) => {
+                self.staged_vector_bytes += vector_bytes(&items);
+                self.staged.push(Staged::Vectors(items));
+                return Ok(());
+            }
+            op => op,
+        };
         self.tantivy()?;
         let lexical = &self.index.lexical;
         let writer = self.writer.as_ref().expect("opened above");
-        self.first_staged.get_or_insert_with(Instant::now);
         match op {
             WriteOp::Upsert(update) => {
                 lexical.delete_path(writer, &update.path);
@@ -315,15 +353,10 @@ impl Writer {
                 self.lexical_paths.insert(path.clone());
                 self.staged.push(Staged::Remove(path));
             }
-            WriteOp::Vectors(items) => {
-                self.staged_vector_bytes += items
-                    .iter()
-                    .map(|item| std::mem::size_of_val(item.vector.as_slice()))
-                    .sum::<usize>();
-                self.staged.push(Staged::Vectors(items));
-            }
             WriteOp::ChunkerVersion(version) => self.staged.push(Staged::ChunkerVersion(version)),
-            WriteOp::Flush(_) | WriteOp::Settle(_) => unreachable!("handled by run"),
+            WriteOp::Vectors(_) | WriteOp::Flush(_) | WriteOp::Settle(_) => {
+                unreachable!("handled above and by run")
+            }
         }
         Ok(())
     }
@@ -401,15 +434,21 @@ impl Writer {
             }
         }
         self.staged.clear();
-        self.staged_vector_bytes = 0;
+        self.let_vectors_go();
         self.lexical_paths.clear();
         self.first_staged = None;
     }
 
+    /// The staged vectors are committed or dropped: senders may send more.
+    fn let_vectors_go(&mut self) {
+        self.vector_gate
+            .release(std::mem::take(&mut self.staged_vector_bytes));
+    }
+
     fn commit(&mut self) -> Result<(), IndexError> {
         self.first_staged = None;
-        self.staged_vector_bytes = 0;
         if self.staged.is_empty() {
+            self.let_vectors_go();
             return Ok(());
         }
         injected_failure(self.index.lexical.dir())?;
@@ -447,6 +486,7 @@ impl Writer {
             txn.clear_dirty()?;
         }
         txn.commit(self.next_chunk_id)?;
+        self.let_vectors_go();
         self.lexical_paths.clear();
         self.index.refresh_counts();
         self.index.embed_wake.notify();
@@ -459,6 +499,21 @@ impl Writer {
         );
         Ok(())
     }
+}
+
+impl Drop for Writer {
+    /// Nobody commits any more: senders waiting for vector bytes must not wait forever.
+    fn drop(&mut self) {
+        self.vector_gate.close();
+    }
+}
+
+/// Bytes of `items`' vectors.
+fn vector_bytes(items: &[EmbeddedChunk]) -> usize {
+    items
+        .iter()
+        .map(|item| std::mem::size_of_val(item.vector.as_slice()))
+        .sum()
 }
 
 /// Test hook: while the file named by `AMANMCP_FAIL_WRITES_WHILE` exists, every commit fails
