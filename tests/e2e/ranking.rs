@@ -1,7 +1,8 @@
 //! The ranking stage through the real binaries: a definition outranks files that only use
 //! the name, and source outranks tests and docs that repeat the query's words (also when a
 //! pasted issue quotes its failing test), and a rare word's only chunks come before what
-//! the vectors found by meaning alone.
+//! the vectors found by meaning alone, and a query naming the project's own language finds no
+//! file by that word.
 
 use amanmcp_tests::{Shim, TestEnv, result_paths as paths};
 use serde_json::{Value, json};
@@ -282,4 +283,43 @@ fn a_rare_word_finds_its_only_chunk_before_what_meaning_alone_found() {
     assert!(why.contains("BM25 #1"), "{hybrid}");
     // What meaning alone found still follows.
     assert!(hybrid["results"].as_array().unwrap().len() > 1, "{hybrid}");
+}
+
+const TAIL_PY: &str = "def last(items):
+    \"\"\"The last item of items, or None when there is none.\"\"\"
+    return items[-1] if items else None
+";
+
+const COMPAT_PY: &str =
+    "\"\"\"Python 2 and Python 3 compatibility: what differs between Python versions.\"\"\"
+
+def at_index(seq, i):
+    \"\"\"seq[i] on every Python: Python 2 sequences, Python 3 views.\"\"\"
+    return list(seq)[i]
+";
+
+/// Asked of a project written in Python, "in python" tells no file apart: the one file that
+/// spells the language's name is not found by it.
+#[test]
+fn the_project_s_own_language_finds_no_file() {
+    let env = TestEnv::new();
+    let mut files: Vec<(String, String)> = (0..4)
+        .map(|i| {
+            (
+                format!("app/step_{i}.py"),
+                format!("def step_{i}(state):\n    return state + {i}\n"),
+            )
+        })
+        .collect();
+    files.push(("app/tail.py".into(), TAIL_PY.into()));
+    files.push(("app/compat.py".into(), COMPAT_PY.into()));
+    let root = env.project("proj", &files);
+    let mut shim = Shim::start(&env, &root);
+    shim.initialize();
+    shim.search_until("last", "app/tail.py");
+    let reply = shim.call_tool(
+        "search",
+        json!({"query": "the last item in python", "mode": "lexical"}),
+    );
+    assert_eq!(paths(&reply), ["app/tail.py"], "{reply}");
 }

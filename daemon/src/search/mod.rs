@@ -156,6 +156,11 @@ impl Searcher<'_> {
         let mentioned = self.mentioned_files(&params.query)?;
         let profile = rank::Profile::new(&params.query);
         let mut terms = query::weighted_terms(&params.query);
+        // "... in python", asked of a Python project, tells no file apart.
+        let own_language = query::project_language_terms(&terms, |language| {
+            self.index.lexical.language_share(language)
+        });
+        terms.retain(|(term, _)| !own_language.contains(term));
         if profile.kind == rank::QueryKind::Issue {
             query::weight_title(&mut terms, &params.query);
         }
@@ -190,11 +195,12 @@ impl Searcher<'_> {
             rank::QueryKind::Issue => query::title(&params.query),
             _ => params.query.as_str(),
         };
+        let meaning = query::without_words(meaning, &own_language);
         // The query's embedding and nearest neighbours (the slower half) run on a second
         // thread while this one searches BM25.
         let (semantic, lexical) = std::thread::scope(|scope| {
             let semantic = scope.spawn(|| {
-                self.semantic_ranking(|embedding| embedding.embed_query(meaning), depth, &filters)
+                self.semantic_ranking(|embedding| embedding.embed_query(&meaning), depth, &filters)
             });
             let lexical = match params.mode {
                 SearchMode::Semantic => Ok((Vec::new(), 0)),

@@ -93,6 +93,73 @@ pub fn weighted_terms(text: &str) -> Vec<(String, f32)> {
         .collect()
 }
 
+/// Programming languages a query may name as its answer's language ("how to sort a dict in
+/// python"), as the index records them. Not data formats (`json`, `yaml`: content) nor names
+/// that are also common words or letters (`go`, `c`, `r`).
+const LANGUAGE_WORDS: &[&str] = &[
+    "rust",
+    "python",
+    "javascript",
+    "typescript",
+    "java",
+    "cpp",
+    "csharp",
+    "ruby",
+    "php",
+    "bash",
+    "kotlin",
+    "swift",
+    "scala",
+    "dart",
+    "haskell",
+    "elixir",
+    "erlang",
+    "ocaml",
+    "lua",
+    "julia",
+    "zig",
+];
+
+/// The query's terms naming the language most of the project is written in (more than half
+/// its chunks, `language_share`): there they name every file, so they tell none apart, yet
+/// BM25 weighs them as rare (few chunks spell the language's name) and the vectors drift to
+/// those few too. Empty when nothing else is asked.
+pub fn project_language_terms(
+    terms: &[(String, f32)],
+    language_share: impl Fn(&str) -> f32,
+) -> Vec<String> {
+    let named: Vec<String> = terms
+        .iter()
+        .map(|(term, _)| term)
+        .filter(|term| LANGUAGE_WORDS.contains(&term.as_str()) && language_share(term) > 0.5)
+        .cloned()
+        .collect();
+    if named.len() == terms.len() {
+        return Vec::new();
+    }
+    named
+}
+
+/// `text` without the whole words in `words` (lowercase), any case.
+pub fn without_words(text: &str, words: &[String]) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find(|c: char| c.is_alphanumeric()) {
+        out.push_str(&rest[..start]);
+        rest = &rest[start..];
+        let end = rest
+            .find(|c: char| !c.is_alphanumeric())
+            .unwrap_or(rest.len());
+        let word = &rest[..end];
+        if !words.iter().any(|w| w.eq_ignore_ascii_case(word)) {
+            out.push_str(word);
+        }
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Weight of a pasted issue's title terms relative to its body's.
 pub const TITLE_WEIGHT: f32 = 3.0;
 
@@ -387,6 +454,27 @@ mod tests {
         assert_eq!(terms.len(), 3);
         assert_eq!(terms[2].0, "threader");
         assert!((terms[2].1 - VARIANT_WEIGHT).abs() < 1e-6);
+    }
+
+    #[test]
+    fn the_project_s_own_language_is_no_search_term() {
+        let terms = weighted_terms("how to sort a dict in Python, not Rust");
+        let python_project = |language: &str| if language == "python" { 0.9 } else { 0.05 };
+        assert_eq!(project_language_terms(&terms, python_project), ["python"]);
+        // A language only some files are in names those files.
+        assert!(project_language_terms(&terms, |_| 0.3).is_empty());
+        // Asked alone, the word is the question.
+        assert!(project_language_terms(&weighted_terms("python"), python_project).is_empty());
+        // Data formats and short common words are content.
+        assert!(project_language_terms(&weighted_terms("parse json and go"), |_| 0.9).is_empty());
+        assert_eq!(
+            without_words("how to sort a dict in Python?", &["python".into()]),
+            "how to sort a dict in ?"
+        );
+        assert_eq!(
+            without_words("pythonic python3", &["python".into()]),
+            "pythonic python3"
+        );
     }
 
     #[test]

@@ -383,6 +383,13 @@ impl Lexical {
         df / n_docs
     }
 
+    /// Share of the live documents in `language` (as recorded, e.g. `python`).
+    pub fn language_share(&self, language: &str) -> f32 {
+        let searcher = self.reader.searcher();
+        let term = Term::from_field_text(self.fields.language, language);
+        searcher.doc_freq(&term).unwrap_or(0) as f32 / searcher.num_docs().max(1) as f32
+    }
+
     /// Bytes used on disk.
     pub fn disk_size(&self) -> u64 {
         dir_size(&self.dir)
