@@ -153,6 +153,17 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
+    /// Acquire `bytes` of `gate` on a thread of its own; the receiver hears when it got them.
+    fn acquire_elsewhere(gate: &Arc<Gate>, bytes: usize) -> std::sync::mpsc::Receiver<()> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let gate = gate.clone();
+        std::thread::spawn(move || {
+            gate.acquire(bytes);
+            let _ = tx.send(());
+        });
+        rx
+    }
+
     #[test]
     fn a_gate_holds_producers_back_until_the_consumer_lets_bytes_go() {
         let gate = Arc::new(Gate::new(100));
@@ -163,38 +174,24 @@ mod tests {
         lone.acquire(50);
         assert_eq!(lone.held(), 50);
 
-        let (tx, rx) = std::sync::mpsc::channel();
-        let producer = {
-            let gate = gate.clone();
-            std::thread::spawn(move || {
-                gate.acquire(60);
-                tx.send(()).unwrap();
-            })
-        };
+        let producer = acquire_elsewhere(&gate, 60);
         assert!(
-            rx.recv_timeout(Duration::from_millis(200)).is_err(),
+            producer.recv_timeout(Duration::from_millis(200)).is_err(),
             "60 + 60 bytes passed a bound of 100"
         );
         gate.release(60);
-        rx.recv_timeout(Duration::from_secs(5))
+        producer
+            .recv_timeout(Duration::from_secs(5))
             .expect("the producer still waits after the bytes were let go");
-        producer.join().unwrap();
         assert_eq!(gate.held(), 60);
 
         // A closed gate (its consumer gone) lets everyone through.
-        let (tx, rx) = std::sync::mpsc::channel();
-        let waiting = {
-            let gate = gate.clone();
-            std::thread::spawn(move || {
-                gate.acquire(90);
-                tx.send(()).unwrap();
-            })
-        };
-        assert!(rx.recv_timeout(Duration::from_millis(200)).is_err());
+        let waiting = acquire_elsewhere(&gate, 90);
+        assert!(waiting.recv_timeout(Duration::from_millis(200)).is_err());
         gate.close();
-        rx.recv_timeout(Duration::from_secs(5))
+        waiting
+            .recv_timeout(Duration::from_secs(5))
             .expect("a closed gate still holds a producer");
-        waiting.join().unwrap();
     }
 
     #[test]
