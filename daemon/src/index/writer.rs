@@ -92,7 +92,7 @@ pub enum WriteOp {
 pub struct WriterHandle {
     tx: SyncSender<WriteOp>,
     /// Vector bytes sent and not yet committed.
-    vector_bytes: Arc<Gate>,
+    vector_gate: Arc<Gate>,
     /// The index's directory, for errors.
     dir: std::path::PathBuf,
 }
@@ -105,10 +105,10 @@ impl WriterHandle {
             WriteOp::Vectors(items) => vector_bytes(items),
             _ => 0,
         };
-        self.vector_bytes.acquire(bytes);
+        self.vector_gate.acquire(bytes);
         let sent = self.tx.send(op).is_ok();
         if !sent {
-            self.vector_bytes.release(bytes);
+            self.vector_gate.release(bytes);
         }
         sent
     }
@@ -153,10 +153,10 @@ pub fn spawn(
 ) -> Result<(WriterHandle, std::thread::JoinHandle<()>), IndexError> {
     let dir = index.lexical.dir().to_path_buf();
     let (tx, rx) = mpsc::sync_channel(256);
-    let vector_bytes = Arc::new(Gate::new(crate::memory::budget().vector_bytes_in_flight()));
+    let vector_gate = Arc::new(Gate::new(crate::memory::budget().vector_bytes_in_flight()));
     let writer = index.lexical.writer()?;
     let next_chunk_id = index.store.next_chunk_id()?;
-    let gate = vector_bytes.clone();
+    let gate = vector_gate.clone();
     let thread = std::thread::Builder::new()
         .name("amanmcp-writer".into())
         .spawn(move || {
@@ -179,7 +179,7 @@ pub fn spawn(
     Ok((
         WriterHandle {
             tx,
-            vector_bytes,
+            vector_gate,
             dir,
         },
         thread,
@@ -208,6 +208,7 @@ struct Writer {
     next_chunk_id: u64,
     staged: Vec<Staged>,
     /// Bytes of the vectors staged: with the files staged, what a commit waits with in memory.
+    /// Added and let go with the staged vectors themselves (none while nothing is staged).
     staged_vector_bytes: usize,
     /// Vector bytes sent and not yet committed: released when staged vectors are let go.
     vector_gate: Arc<Gate>,
@@ -448,7 +449,6 @@ impl Writer {
     fn commit(&mut self) -> Result<(), IndexError> {
         self.first_staged = None;
         if self.staged.is_empty() {
-            self.let_vectors_go();
             return Ok(());
         }
         injected_failure(self.index.lexical.dir())?;

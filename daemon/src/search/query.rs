@@ -467,6 +467,14 @@ mod tests {
         assert!(project_language_terms(&weighted_terms("python"), python_project).is_empty());
         // Data formats and short common words are content.
         assert!(project_language_terms(&weighted_terms("parse json and go"), |_| 0.9).is_empty());
+        // Each is a name the index records, which `language_share` looks up.
+        for word in LANGUAGE_WORDS {
+            assert_eq!(
+                crate::files::lang::resolve_language(word),
+                Some(*word),
+                "{word}"
+            );
+        }
         assert_eq!(
             without_words("how to sort a dict in Python?", &["python".into()]),
             "how to sort a dict in ?"
