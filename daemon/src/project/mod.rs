@@ -1,6 +1,5 @@
 //! One loaded project: opens (or rebuilds) its index, runs its writer, watcher and embedding
-//! worker, turns file events into indexing passes, and answers searches through
-//! [`crate::search::Searcher`].
+//! worker, and turns file events into indexing passes; what it answers is in [`answers`].
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -8,35 +7,17 @@ use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, IndexError};
 use crate::files::scan::Limits;
-use crate::index::lexical::LexicalHit;
 use crate::index::progress::IndexState;
 use crate::index::writer::{self, WriterHandle};
 use crate::index::{ProjectIndex, open_index, project_dir};
-use crate::search::graph::{GraphAnswer, GraphParams, Link};
-use crate::search::usages::{UsagesFound, UsagesParams};
-use crate::search::{Found, SearchConfig, SearchParams, Searcher, Semantic};
+use crate::search::SearchConfig;
 use crate::watch::{ProjectWatch, WatchConfig, WatchMode};
 
+mod answers;
 mod damage;
 mod status;
+pub use answers::SearchOutcome;
 pub use status::{ProjectStatus, VectorStatus};
-
-/// A page of search results.
-pub struct SearchOutcome {
-    /// The hits, best first.
-    pub hits: Vec<LexicalHit>,
-    /// Total matching chunks.
-    pub total: u64,
-    /// Whether more results exist beyond this page.
-    pub truncated: bool,
-    /// The project's status when the search ran.
-    pub status: ProjectStatus,
-    /// Whether vectors took part.
-    pub semantic: Semantic,
-}
-
-/// How long a search on an empty, still-indexing project waits for the first commit.
-const FIRST_COMMIT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// A loaded project.
 pub struct Project {
@@ -470,73 +451,6 @@ impl Project {
             });
     }
 
-    /// Search the project. Answers from whatever is committed, even mid-pass.
-    pub fn search(&self, params: &SearchParams) -> Result<SearchOutcome, Error> {
-        self.wait_for_first_commit();
-        let found = self.noting(self.searcher().search(params))?;
-        Ok(self.outcome(found))
-    }
-
-    /// Code similar to a reference, the reference excluded (see [`Searcher::similar`]).
-    pub fn similar(
-        &self,
-        reference: &crate::search::lookup::Reference,
-        params: &SearchParams,
-    ) -> Result<SearchOutcome, Error> {
-        self.wait_for_first_commit();
-        let found = self.noting(self.searcher().similar(reference, params))?;
-        Ok(self.outcome(found))
-    }
-
-    fn searcher(&self) -> Searcher<'_> {
-        Searcher {
-            root: &self.root,
-            index: &self.index,
-            config: &self.search,
-        }
-    }
-
-    fn outcome(&self, found: Found) -> SearchOutcome {
-        SearchOutcome {
-            hits: found.hits,
-            total: found.total,
-            truncated: found.truncated,
-            status: self.status(),
-            semantic: found.semantic,
-        }
-    }
-
-    /// Code by path and/or symbol (see [`crate::search::lookup`]).
-    pub fn lookup(
-        &self,
-        params: &crate::search::lookup::LookupParams,
-    ) -> Result<Vec<crate::search::lookup::LookupMatch>, Error> {
-        self.wait_for_first_commit();
-        self.noting(crate::search::lookup::lookup(
-            &self.root,
-            &self.index.store,
-            params,
-        ))
-    }
-
-    /// Where a name is defined and used (see [`crate::search::usages`]).
-    pub fn usages(&self, params: &UsagesParams) -> Result<UsagesFound, Error> {
-        self.wait_for_first_commit();
-        self.noting(self.searcher().usages(params))
-    }
-
-    /// A code graph request (see [`crate::search::graph`]).
-    pub fn graph(&self, kind: &str, params: &GraphParams) -> Result<GraphAnswer, Error> {
-        self.wait_for_first_commit();
-        self.noting(self.searcher().graph(kind, params))
-    }
-
-    /// Calls of `name` this project does not define (see `across::callers`).
-    pub fn calls_from_outside(&self, name: &str) -> Result<Vec<Link>, Error> {
-        self.wait_for_first_commit();
-        self.noting(self.searcher().calls_from_outside(name))
-    }
-
     /// Wait (bounded) for the running pass to end, then check consistency.
     pub fn verify(&self) -> Result<crate::index::verify::VerifyReport, Error> {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
@@ -572,29 +486,5 @@ impl Project {
         }
         self.apply_changes(vec![self.root.join(rel)]);
         Ok(())
-    }
-
-    /// Indexed files in path order: a page, and the total.
-    pub fn list_files(
-        &self,
-        offset: usize,
-        limit: usize,
-    ) -> Result<(Vec<(String, crate::index::store::FileRecord)>, u64), Error> {
-        self.wait_for_first_commit();
-        Ok(self.index.store.files_page(offset, limit)?)
-    }
-
-    /// A brand-new index has nothing to answer from: give its first pass a moment (bounded)
-    /// to commit something, so the first search of a small project is not empty.
-    fn wait_for_first_commit(&self) {
-        let progress = &self.index.progress;
-        let deadline = std::time::Instant::now() + FIRST_COMMIT_WAIT;
-        while progress.state() == IndexState::Indexing
-            && progress.files.load(Ordering::Relaxed) == 0
-            && progress.passes.load(Ordering::Acquire) == 0
-            && std::time::Instant::now() < deadline
-        {
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
     }
 }

@@ -4,6 +4,7 @@ use amanmcp_proto::pb;
 
 use crate::index::progress::IndexState;
 use crate::project::ProjectStatus;
+use crate::search::Semantic;
 use crate::search::graph::GraphAnswer;
 use crate::search::graph::resolve::Def;
 
@@ -121,5 +122,51 @@ pub(super) fn graph_reply(answer: GraphAnswer, projects: Vec<Option<String>>) ->
             })
             .collect(),
         complete: answer.complete,
+    }
+}
+
+/// Each item's project root (cross-project answers), then `None` for ever (the others).
+pub(super) fn with_projects(projects: Vec<String>) -> impl Iterator<Item = Option<String>> {
+    projects
+        .into_iter()
+        .map(Some)
+        .chain(std::iter::repeat(None))
+}
+
+/// `projects`: each hit's project root, for cross-project searches.
+pub(super) fn search_reply(
+    outcome: crate::project::SearchOutcome,
+    projects: Vec<String>,
+) -> pb::SearchReply {
+    let (semantic_used, vectors_complete, semantic_unavailable) = match outcome.semantic {
+        Semantic::NotUsed => (false, false, None),
+        Semantic::Used { complete } => (true, complete, None),
+        Semantic::Unavailable(reason) => (false, false, Some(reason)),
+    };
+    pb::SearchReply {
+        semantic_used,
+        vectors_complete,
+        semantic_unavailable,
+        results: outcome
+            .hits
+            .into_iter()
+            .zip(with_projects(projects))
+            .map(|(hit, project)| pb::SearchHit {
+                project,
+                path: hit.path,
+                start_line: hit.start_line,
+                end_line: hit.end_line,
+                language: hit.language,
+                symbol: hit.symbol,
+                kind: hit.kind,
+                score: hit.score,
+                snippet: hit.body,
+                why: hit.why,
+                defines: hit.defines,
+            })
+            .collect(),
+        total: outcome.total,
+        truncated: outcome.truncated,
+        index: Some(project_status_to_pb(outcome.status)),
     }
 }

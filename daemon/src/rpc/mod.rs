@@ -12,12 +12,12 @@ mod convert;
 use crate::error::Error;
 use crate::project::ProjectStatus;
 use crate::registry::Registry;
+use crate::search::SearchParams;
 use crate::search::fusion::SearchMode;
 use crate::search::graph::GraphParams;
 use crate::search::lookup::{LookupParams, Reference};
 use crate::search::usages::{MAX_USAGES_LIMIT, UsagesParams};
-use crate::search::{SearchParams, Semantic};
-use convert::{graph_reply, project_status_to_pb};
+use convert::{graph_reply, project_status_to_pb, search_reply, with_projects};
 
 /// Default page size when a request leaves `limit` at 0.
 const DEFAULT_LIMIT: usize = 10;
@@ -110,49 +110,6 @@ fn search_mode(mode: &str) -> Result<SearchMode, Error> {
         }
         .into()
     })
-}
-
-/// Each item's project root (cross-project answers), then `None` for ever (the others).
-fn with_projects(projects: Vec<String>) -> impl Iterator<Item = Option<String>> {
-    projects
-        .into_iter()
-        .map(Some)
-        .chain(std::iter::repeat(None))
-}
-
-/// `projects`: each hit's project root, for cross-project searches.
-fn search_reply(outcome: crate::project::SearchOutcome, projects: Vec<String>) -> pb::SearchReply {
-    let (semantic_used, vectors_complete, semantic_unavailable) = match outcome.semantic {
-        Semantic::NotUsed => (false, false, None),
-        Semantic::Used { complete } => (true, complete, None),
-        Semantic::Unavailable(reason) => (false, false, Some(reason)),
-    };
-    pb::SearchReply {
-        semantic_used,
-        vectors_complete,
-        semantic_unavailable,
-        results: outcome
-            .hits
-            .into_iter()
-            .zip(with_projects(projects))
-            .map(|(hit, project)| pb::SearchHit {
-                project,
-                path: hit.path,
-                start_line: hit.start_line,
-                end_line: hit.end_line,
-                language: hit.language,
-                symbol: hit.symbol,
-                kind: hit.kind,
-                score: hit.score,
-                snippet: hit.body,
-                why: hit.why,
-                defines: hit.defines,
-            })
-            .collect(),
-        total: outcome.total,
-        truncated: outcome.truncated,
-        index: Some(project_status_to_pb(outcome.status)),
-    }
 }
 
 /// Log one served call: what was asked, how long it took, how much came back, the outcome.
