@@ -322,4 +322,23 @@ fn the_project_s_own_language_finds_no_file() {
         json!({"query": "the last item in python", "mode": "lexical"}),
     );
     assert_eq!(paths(&reply), ["app/tail.py"], "{reply}");
+    // The answer says which word was left out, and why.
+    let set_aside = &reply["result"]["structuredContent"]["set_aside"];
+    assert_eq!(set_aside[0]["word"], "python", "{reply}");
+    assert!(
+        set_aside[0]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("own language")),
+        "{reply}"
+    );
+    let text = reply["result"]["content"][0]["text"].as_str().unwrap_or("");
+    assert!(text.contains("Not searched for: python"), "{reply}");
+    // A query with no such word sets nothing aside.
+    let plain = shim.call_tool("search", json!({"query": "the last item"}));
+    assert!(
+        plain["result"]["structuredContent"]
+            .get("set_aside")
+            .is_none(),
+        "{plain}"
+    );
 }

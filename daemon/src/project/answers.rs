@@ -26,6 +26,8 @@ pub struct SearchOutcome {
     pub status: ProjectStatus,
     /// Whether vectors took part.
     pub semantic: Semantic,
+    /// Query words not searched for, each with the reason.
+    pub set_aside: Vec<(String, &'static str)>,
 }
 
 /// How long a search on an empty, still-indexing project waits for the first commit.
@@ -65,6 +67,7 @@ impl Project {
             truncated: found.truncated,
             status: self.status(),
             semantic: found.semantic,
+            set_aside: found.set_aside,
         }
     }
 

@@ -147,6 +147,14 @@ pub(super) fn search_reply(
         semantic_used,
         vectors_complete,
         semantic_unavailable,
+        set_aside: outcome
+            .set_aside
+            .into_iter()
+            .map(|(word, reason)| pb::SetAside {
+                word,
+                reason: reason.into(),
+            })
+            .collect(),
         results: outcome
             .hits
             .into_iter()

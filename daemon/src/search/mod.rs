@@ -113,6 +113,8 @@ pub struct Found {
     pub truncated: bool,
     /// Whether vectors took part.
     pub semantic: Semantic,
+    /// Query words not searched for, each with the reason.
+    pub set_aside: Vec<(String, &'static str)>,
 }
 
 impl Found {
@@ -122,9 +124,23 @@ impl Found {
             hits,
             total,
             semantic,
+            set_aside: Vec::new(),
         }
     }
+
+    /// The same page, noting the query words left out as the project's own language.
+    fn own_language(mut self, words: &[String]) -> Found {
+        self.set_aside = words
+            .iter()
+            .map(|w| (w.clone(), OWN_LANGUAGE_REASON))
+            .collect();
+        self
+    }
 }
+
+/// Why a query word naming the project's language was not searched for.
+pub const OWN_LANGUAGE_REASON: &str =
+    "the project's own language: most of its files are in it, so it tells none apart";
 
 /// The path and language filters of a request, validated (the glob expanded to paths).
 struct Filters {
@@ -182,7 +198,7 @@ impl Searcher<'_> {
         // BM25's candidates through the ranking stage, paged.
         let ranked_page = |hits: Vec<LexicalHit>, total: usize, semantic: Semantic| {
             let page = self.page(&profile, hits, params, None);
-            Found::page(page, total as u64, params.offset, semantic)
+            Found::page(page, total as u64, params.offset, semantic).own_language(&own_language)
         };
         if params.mode == SearchMode::Lexical {
             let (hits, total) = self.index.lexical.search(&lexical_query(0, depth))?;
@@ -253,7 +269,8 @@ impl Searcher<'_> {
             total,
             params.offset,
             Semantic::Used { complete },
-        ))
+        )
+        .own_language(&own_language))
     }
 
     /// The candidates reordered by the ranking stage ([`rank`]), cut to the page asked for

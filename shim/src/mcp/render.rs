@@ -84,6 +84,12 @@ pub fn search_result(
     if let Some(notice) = &notice {
         structured["notice"] = json!(notice);
     }
+    if !reply.set_aside.is_empty() {
+        let set_aside: Vec<Value> = (reply.set_aside.iter())
+            .map(|a| json!({"word": a.word, "reason": a.reason}))
+            .collect();
+        structured["set_aside"] = json!(set_aside);
+    }
     let mut text = render_search(label, &reply, notice.as_deref(), shape.compact, context);
     if fitted.cut || fitted.omitted > 0 {
         if fitted.cut
@@ -257,6 +263,15 @@ fn render_search(
     if let Some(notice) = notice {
         out.push_str(notice);
         out.push_str("\n\n");
+    }
+    for aside in &reply.set_aside {
+        out.push_str(&format!(
+            "Not searched for: {} ({}).\n",
+            aside.word, aside.reason
+        ));
+    }
+    if !reply.set_aside.is_empty() {
+        out.push('\n');
     }
     if reply.results.is_empty() {
         out.push_str(&format!("No results for {query}."));

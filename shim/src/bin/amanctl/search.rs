@@ -111,6 +111,9 @@ pub async fn search(args: SearchArgs) -> ExitCode {
             "total": reply.total,
             "semantic_used": reply.semantic_used,
             "semantic_unavailable": reply.semantic_unavailable,
+            "set_aside": reply.set_aside.iter()
+                .map(|a| json!({"word": a.word, "reason": a.reason}))
+                .collect::<Vec<_>>(),
         });
         println!("{out:#}");
         return ExitCode::SUCCESS;
@@ -124,6 +127,9 @@ pub async fn search(args: SearchArgs) -> ExitCode {
     }
     if let Some(why) = &reply.semantic_unavailable {
         eprintln!("note: keyword search only ({why})");
+    }
+    for aside in &reply.set_aside {
+        eprintln!("note: not searched for: {} ({})", aside.word, aside.reason);
     }
     if reply.results.is_empty() {
         eprintln!("no results for {:?}", args.query);
