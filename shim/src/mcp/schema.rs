@@ -220,7 +220,8 @@ pub fn tools() -> Vec<Tool> {
             "index": index_schema(),
             "semantic": {"type": "boolean", "description": "Whether semantic vectors took part in the ranking."},
             "vectors_complete": {"type": "boolean", "description": "Whether every chunk had its vector when the search ran."},
-            "notice": {"type": "string", "description": "Present while the index is incomplete, or when semantic search was unavailable."}
+            "notice": {"type": "string", "description": "Present while the index is incomplete, or when semantic search was unavailable."},
+            "set_aside": {"type": "array", "description": "Words of the query not searched for, each with the reason (a word naming the language most of the project is in tells no file apart).", "items": {"type": "object", "properties": {"word": {"type": "string"}, "reason": {"type": "string"}}, "required": ["word", "reason"]}}
         },
         "required": ["results", "total", "truncated", "index"]
     });
