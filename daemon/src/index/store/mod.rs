@@ -13,7 +13,9 @@ mod ann;
 mod check;
 mod codec;
 mod compact;
+mod exact;
 mod keys;
+mod quantized;
 mod records;
 mod symbols;
 mod vectors;
@@ -29,8 +31,8 @@ use crate::error::IndexError;
 pub use ann::Error as AnnError;
 pub use check::Tally;
 use codec::{ChunkCodec, FileCodec, RefsCodec, SymbolNamesCodec, SymbolsCodec};
+pub(crate) use quantized::{bytes_vector, vector_bytes};
 pub use records::{ChunkRecord, EmbeddedChunk, FileRecord, SymbolNames, SymbolRecord, VectorState};
-pub(crate) use vectors::{bytes_vector, vector_bytes};
 
 /// Bump when the on-disk layout of LMDB or tantivy changes: older indexes are rebuilt.
 pub const FORMAT_VERSION: u64 = 7;
@@ -118,6 +120,8 @@ pub struct Store {
     refs_cache: symbols::RefsCache,
     /// Recently read files' decoded symbols (`symbols::SymbolsCache`).
     symbols_cache: symbols::SymbolsCache,
+    /// Every vector in memory, for a small project's exact search (`exact`).
+    exact: exact::ExactCache,
 }
 
 impl Store {
@@ -214,6 +218,7 @@ impl Store {
             long_keys: keys::LongKeys(long_keys),
             refs_cache: symbols::RefsCache::default(),
             symbols_cache: symbols::SymbolsCache::default(),
+            exact: exact::ExactCache::default(),
         })
     }
 
@@ -575,6 +580,8 @@ impl<'s> StoreTxn<'s> {
         let next = next_chunk_id.to_le_bytes();
         self.write(|store, wtxn| Ok(store.meta.put(wtxn, meta_key::NEXT_CHUNK_ID, &next)?))?;
         let store = self.store;
-        store.ctx(self.wtxn.commit().map_err(Fail::from))
+        store.ctx(self.wtxn.commit().map_err(Fail::from))?;
+        store.exact.committed();
+        Ok(())
     }
 }

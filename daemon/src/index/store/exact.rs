@@ -1,0 +1,291 @@
+//! Exact nearest vectors for a project whose vectors fit in a few MB: every chunk's int8
+//! vector (as `embed_cache` keeps it) held in memory and scanned in full. One pass over
+//! them costs less than the graph's walk and the two reads per candidate its re-scoring
+//! needs, and it finds the true nearest. Larger projects keep using the graph.
+//!
+//! The copy is tied to a generation the store bumps on every commit: a copy from an older
+//! generation is not used. It is rebuilt off the search's path (that search uses the
+//! graph), so a search never waits for it.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use heed::RoTxn;
+use heed::types::Bytes;
+use roaring::RoaringBitmap;
+
+use super::quantized::Probe;
+use super::{Fail, Store};
+
+/// Vectors (their int8 bytes and scale) held for exact search at most: 20,000 chunks of
+/// 384 dimensions are 7.8 MB.
+pub const EXACT_MAX_BYTES: usize = 16 << 20;
+
+/// The store's in-memory copy of its vectors, shared by its clones.
+#[derive(Clone, Default)]
+pub(super) struct ExactCache(Arc<Inner>);
+
+#[derive(Default)]
+struct Inner {
+    /// Bumped after every commit.
+    generation: AtomicU64,
+    current: Mutex<Option<Arc<ExactVectors>>>,
+    /// A rebuild is running.
+    building: AtomicBool,
+}
+
+/// Every chunk's vector as stored (a scale, then one byte a dimension), in chunk id order.
+struct ExactVectors {
+    generation: u64,
+    dims: usize,
+    ids: Vec<u64>,
+    /// `ids.len()` rows of `4 + dims` bytes.
+    rows: Vec<u8>,
+}
+
+impl ExactCache {
+    /// Called after each commit: the copy no longer stands for the store.
+    pub(super) fn committed(&self) {
+        self.0.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// The copy, if it stands for the store as committed and holds `dims`-dimension vectors.
+    fn fresh(&self, dims: usize) -> Option<Arc<ExactVectors>> {
+        let generation = self.0.generation.load(Ordering::Acquire);
+        let current = self.0.current.lock().unwrap_or_else(|e| e.into_inner());
+        current
+            .as_ref()
+            .filter(|c| c.generation == generation && c.dims == dims)
+            .cloned()
+    }
+}
+
+impl Store {
+    /// The `limit` chunks nearest to `query` by an exact scan, nearest first, within
+    /// `candidates`; `None` when there is no current in-memory copy (the caller uses the
+    /// graph). A missing or stale copy is rebuilt on another thread when the vectors are
+    /// few enough.
+    pub(super) fn exact_nearest(
+        &self,
+        query: &[f32],
+        limit: usize,
+        candidates: Option<&RoaringBitmap>,
+    ) -> Option<Vec<(u64, f32)>> {
+        let Some(copy) = self.exact.fresh(query.len()) else {
+            self.start_exact_rebuild(query.len());
+            return None;
+        };
+        let probe = Probe::new(query);
+        let width = copy.dims + 4;
+        let mut scored: Vec<(u64, f32)> = copy
+            .ids
+            .iter()
+            .zip(copy.rows.chunks_exact(width))
+            .filter(|(id, _)| {
+                candidates.is_none_or(|c| u32::try_from(**id).is_ok_and(|id| c.contains(id)))
+            })
+            .filter_map(|(id, row)| probe.distance(row).map(|d| (*id, d)))
+            .collect();
+        let order = |a: &(u64, f32), b: &(u64, f32)| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0));
+        let limit = limit.max(1);
+        if scored.len() > limit {
+            scored.select_nth_unstable_by(limit - 1, order);
+            scored.truncate(limit);
+        }
+        scored.sort_by(order);
+        Some(scored)
+    }
+
+    /// Rebuild the in-memory copy on a thread of its own, unless one is being built or the
+    /// vectors would not fit [`EXACT_MAX_BYTES`].
+    fn start_exact_rebuild(&self, dims: usize) {
+        if self.exact.0.building.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let store = self.clone();
+        let spawned = std::thread::Builder::new()
+            .name("exact-vectors".into())
+            .spawn(move || {
+                let generation = store.exact.0.generation.load(Ordering::Acquire);
+                let built =
+                    store.read(|rtxn| store.exact_vectors(rtxn, generation, dims, EXACT_MAX_BYTES));
+                match built {
+                    Ok(copy) => {
+                        *store
+                            .exact
+                            .0
+                            .current
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner()) = copy.map(Arc::new);
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "could not copy the vectors for exact search")
+                    }
+                }
+                store.exact.0.building.store(false, Ordering::Release);
+            });
+        if spawned.is_err() {
+            self.exact.0.building.store(false, Ordering::Release);
+        }
+    }
+
+    /// Every live chunk's cached vector, read at `generation`; `None` when they would take
+    /// more than `max_bytes`, or when some chunk's vector is in the graph but not in the
+    /// cache (an exact scan would miss it).
+    fn exact_vectors(
+        &self,
+        rtxn: &RoTxn,
+        generation: u64,
+        dims: usize,
+        max_bytes: usize,
+    ) -> Result<Option<ExactVectors>, Fail> {
+        let width = dims + 4;
+        let chunks = self.chunks.len(rtxn)? as usize;
+        if chunks.saturating_mul(width) > max_bytes {
+            return Ok(None);
+        }
+        // Chunk ids by text, then the cache read in its own order (both are sequential scans).
+        let mut by_hash: HashMap<u64, Vec<u64>> = HashMap::with_capacity(chunks);
+        for item in self.chunks.remap_data_type::<Bytes>().iter(rtxn)? {
+            let (id, record) = item?;
+            if let Some(hash) = super::codec::chunk_hash(record) {
+                by_hash.entry(hash).or_default().push(id);
+            }
+        }
+        let mut found: Vec<(u64, &[u8])> = Vec::with_capacity(chunks);
+        for item in self.embed_cache.iter(rtxn)? {
+            let (hash, bytes) = item?;
+            if bytes.len() != width {
+                continue;
+            }
+            if let Some(ids) = by_hash.get(&hash) {
+                found.extend(ids.iter().map(|id| (*id, bytes)));
+            }
+        }
+        let waiting = self.embed_pending.len(rtxn)? as usize;
+        if found.len() + waiting < chunks {
+            return Ok(None);
+        }
+        found.sort_unstable_by_key(|(id, _)| *id);
+        let mut rows = Vec::with_capacity(found.len() * width);
+        for (_, bytes) in &found {
+            rows.extend_from_slice(bytes);
+        }
+        Ok(Some(ExactVectors {
+            generation,
+            dims,
+            ids: found.into_iter().map(|(id, _)| id).collect(),
+            rows,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::ann::tests::add_file_with;
+    use super::super::quantized::quantized_bytes;
+    use super::*;
+
+    /// `store`'s exact answer, once its copy is built (bounded wait).
+    fn exact_answer(
+        store: &Store,
+        query: &[f32],
+        limit: usize,
+        only: Option<&RoaringBitmap>,
+    ) -> Vec<(u64, f32)> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            if let Some(found) = store.exact_nearest(query, limit, only) {
+                return found;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no exact copy was built"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+
+    #[test]
+    fn a_small_project_s_nearest_are_the_true_nearest_and_follow_each_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut state = 3u64;
+        let mut next = move || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        };
+        let dims = 48;
+        let vectors: Vec<Vec<f32>> = (0..400)
+            .map(|_| (0..dims).map(|_| next()).collect())
+            .collect();
+        add_file_with(&store, "a.rs", 0..300, |id| vectors[id as usize].clone());
+        let query: Vec<f32> = (0..dims).map(|_| next()).collect();
+        // The truth: every stored vector's distance, nearest first.
+        let probe = Probe::new(&query);
+        let truth = |ids: &mut dyn Iterator<Item = u64>| -> Vec<u64> {
+            let mut all: Vec<(u64, f32)> = ids
+                .map(|id| {
+                    (
+                        id,
+                        probe
+                            .distance(&quantized_bytes(&vectors[id as usize]))
+                            .unwrap(),
+                    )
+                })
+                .collect();
+            all.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+            all.into_iter().map(|(id, _)| id).collect()
+        };
+        let ids = |found: &[(u64, f32)]| found.iter().map(|(id, _)| *id).collect::<Vec<_>>();
+
+        let found = exact_answer(&store, &query, 50, None);
+        assert_eq!(
+            ids(&found),
+            truth(&mut (0..300))
+                .into_iter()
+                .take(50)
+                .collect::<Vec<_>>()
+        );
+        // Within a filter, the filter's nearest.
+        let even: RoaringBitmap = (0..300).step_by(2).collect();
+        let found = exact_answer(&store, &query, 20, Some(&even));
+        let even_truth: Vec<u64> = truth(&mut (0..300).step_by(2))
+            .into_iter()
+            .take(20)
+            .collect();
+        assert_eq!(ids(&found), even_truth);
+        // A query of other dimensions has no copy to use.
+        assert!(store.exact_nearest(&query[..8], 5, None).is_none());
+
+        // A commit makes the copy stale: it is not used until rebuilt, and then holds the
+        // new vectors.
+        add_file_with(&store, "b.rs", 300..400, |id| vectors[id as usize].clone());
+        assert!(store.exact.fresh(dims).is_none());
+        let found = exact_answer(&store, &query, 400, None);
+        assert_eq!(ids(&found), truth(&mut (0..400)));
+        // The graph agrees on the nearest (it finds them approximately).
+        let graph = store.nearest(&query, 10, None, 0).unwrap();
+        assert_eq!(graph.len(), 10);
+    }
+
+    #[test]
+    fn vectors_too_many_for_memory_or_not_all_cached_are_not_copied() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        add_file_with(&store, "a.rs", 0..60, |id| vec![id as f32 + 1.0; 16]);
+        let copy = |dims, max_bytes| {
+            store
+                .read(|rtxn| store.exact_vectors(rtxn, 0, dims, max_bytes))
+                .unwrap()
+        };
+        assert!(copy(16, 60 * 20).is_some_and(|c| c.ids.len() == 60));
+        // One byte short.
+        assert!(copy(16, 60 * 20 - 1).is_none());
+        // Vectors of other dimensions: a scan would miss the chunks the graph has.
+        assert!(copy(8, usize::MAX).is_none());
+    }
+}
