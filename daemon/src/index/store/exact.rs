@@ -7,7 +7,7 @@
 //! generation is not used. It is rebuilt off the search's path (that search uses the
 //! graph), so a search never waits for it.
 
-use std::collections::HashMap;
+use std::collections::{BinaryHeap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -15,12 +15,15 @@ use heed::RoTxn;
 use heed::types::Bytes;
 use roaring::RoaringBitmap;
 
-use super::quantized::Probe;
+use super::quantized::{Int8Probe, Probe, int8_norm, int8_values};
 use super::{Fail, Store};
 
 /// Vectors (their int8 bytes and scale) held for exact search at most: 20,000 chunks of
 /// 384 dimensions are 7.8 MB.
 pub const EXACT_MAX_BYTES: usize = 16 << 20;
+
+/// Rows the integer pass keeps beyond twice those asked for, re-scored by the query's floats.
+const MARGIN: usize = 32;
 
 /// The store's in-memory copy of its vectors, shared by its clones.
 #[derive(Clone, Default)]
@@ -42,6 +45,8 @@ struct ExactVectors {
     ids: Vec<u64>,
     /// `ids.len()` rows of `4 + dims` bytes.
     rows: Vec<u8>,
+    /// Each row's [`int8_norm`].
+    norms: Vec<f32>,
 }
 
 impl ExactCache {
@@ -76,25 +81,39 @@ impl Store {
             self.start_exact_rebuild(query.len());
             return None;
         };
-        let probe = Probe::new(query);
         let width = copy.dims + 4;
-        let mut scored: Vec<(u64, f32)> = copy
-            .ids
-            .iter()
-            .zip(copy.rows.chunks_exact(width))
-            .filter(|(id, _)| {
-                candidates.is_none_or(|c| u32::try_from(**id).is_ok_and(|id| c.contains(id)))
-            })
-            .filter_map(|(id, row)| probe.distance(row).map(|d| (*id, d)))
-            .collect();
-        let order = |a: &(u64, f32), b: &(u64, f32)| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0));
+        // First in integers, every row; then the best few (with a margin for int8's error)
+        // by the query's own floats, as the graph's candidates are re-scored.
+        let first = Int8Probe::new(query);
         let limit = limit.max(1);
-        if scored.len() > limit {
-            scored.select_nth_unstable_by(limit - 1, order);
-            scored.truncate(limit);
+        let kept = limit * 2 + MARGIN;
+        // The best `kept` rows so far, the worst on top (distances are at least 0, where
+        // their bits order as the numbers do).
+        let mut best: BinaryHeap<(u32, usize)> = BinaryHeap::with_capacity(kept + 1);
+        for (i, id) in copy.ids.iter().enumerate() {
+            if candidates.is_some_and(|c| !u32::try_from(*id).is_ok_and(|id| c.contains(id))) {
+                continue;
+            }
+            let values = int8_values(&copy.rows[i * width..(i + 1) * width]);
+            let key = first.distance(values, copy.norms[i]).max(0.0).to_bits();
+            if best.len() < kept {
+                best.push((key, i));
+            } else if best.peek().is_some_and(|worst| key < worst.0) {
+                best.pop();
+                best.push((key, i));
+            }
         }
-        scored.sort_by(order);
-        Some(scored)
+        let probe = Probe::new(query);
+        let mut found: Vec<(u64, f32)> = best
+            .into_iter()
+            .filter_map(|(_, i)| {
+                let row = &copy.rows[i * width..(i + 1) * width];
+                probe.distance(row).map(|d| (copy.ids[i], d))
+            })
+            .collect();
+        found.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+        found.truncate(limit);
+        Some(found)
     }
 
     /// Rebuild the in-memory copy on a thread of its own, unless one is being built or the
@@ -175,6 +194,10 @@ impl Store {
         Ok(Some(ExactVectors {
             generation,
             dims,
+            norms: found
+                .iter()
+                .map(|(_, b)| int8_norm(int8_values(b)))
+                .collect(),
             ids: found.into_iter().map(|(id, _)| id).collect(),
             rows,
         }))
