@@ -36,6 +36,9 @@ struct Inner {
     current: Mutex<Option<Arc<ExactVectors>>>,
     /// A rebuild is running.
     building: AtomicBool,
+    /// One more than the generation found too large to copy (0: none), so searches do not
+    /// ask again until the next commit.
+    refused: AtomicU64,
 }
 
 /// Every chunk's vector as stored (a scale, then one byte a dimension), in chunk id order.
@@ -50,9 +53,12 @@ struct ExactVectors {
 }
 
 impl ExactCache {
-    /// Called after each commit: the copy no longer stands for the store.
-    pub(super) fn committed(&self) {
+    /// Called after each commit: the copy no longer stands for the store. Returns the
+    /// dimensions of the copy there was, if any.
+    fn committed(&self) -> Option<usize> {
         self.0.generation.fetch_add(1, Ordering::AcqRel);
+        let current = self.0.current.lock().unwrap_or_else(|e| e.into_inner());
+        current.as_ref().map(|c| c.dims)
     }
 
     /// The copy, if it stands for the store as committed and holds `dims`-dimension vectors.
@@ -78,7 +84,10 @@ impl Store {
         candidates: Option<&RoaringBitmap>,
     ) -> Option<Vec<(u64, f32)>> {
         let Some(copy) = self.exact.fresh(query.len()) else {
-            self.start_exact_rebuild(query.len());
+            let generation = self.exact.0.generation.load(Ordering::Acquire);
+            if self.exact.0.refused.load(Ordering::Acquire) != generation + 1 {
+                self.start_exact_rebuild(query.len(), false);
+            }
             return None;
         };
         let width = copy.dims + 4;
@@ -116,9 +125,17 @@ impl Store {
         Some(found)
     }
 
-    /// Rebuild the in-memory copy on a thread of its own, unless one is being built or the
-    /// vectors would not fit [`EXACT_MAX_BYTES`].
-    fn start_exact_rebuild(&self, dims: usize) {
+    /// After a commit: a project searched through its copy has it rebuilt at once when no
+    /// chunk waits for a vector (the index has settled), so the next search finds it ready.
+    pub(super) fn exact_after_commit(&self) {
+        if let Some(dims) = self.exact.committed() {
+            self.start_exact_rebuild(dims, true);
+        }
+    }
+
+    /// Rebuild the in-memory copy on a thread of its own, unless one is being built, the
+    /// vectors would not fit [`EXACT_MAX_BYTES`], or (`when_settled`) chunks wait for vectors.
+    fn start_exact_rebuild(&self, dims: usize, when_settled: bool) {
         if self.exact.0.building.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -127,10 +144,31 @@ impl Store {
             .name("exact-vectors".into())
             .spawn(move || {
                 let generation = store.exact.0.generation.load(Ordering::Acquire);
-                let built =
-                    store.read(|rtxn| store.exact_vectors(rtxn, generation, dims, EXACT_MAX_BYTES));
+                let built = store.read(|rtxn| {
+                    if when_settled && !store.embed_pending.is_empty(rtxn)? {
+                        return Ok(None);
+                    }
+                    store
+                        .exact_vectors(rtxn, generation, dims, EXACT_MAX_BYTES)
+                        .map(Some)
+                });
                 match built {
-                    Ok(copy) => {
+                    Ok(None) => {}
+                    Ok(Some(None)) => {
+                        // Too large, or not all cached: not again until the next commit.
+                        store
+                            .exact
+                            .0
+                            .refused
+                            .store(generation + 1, Ordering::Release);
+                        *store
+                            .exact
+                            .0
+                            .current
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner()) = None;
+                    }
+                    Ok(Some(copy)) => {
                         *store
                             .exact
                             .0
@@ -281,18 +319,32 @@ mod tests {
             .take(20)
             .collect();
         assert_eq!(ids(&found), even_truth);
-        // A query of other dimensions has no copy to use.
-        assert!(store.exact_nearest(&query[..8], 5, None).is_none());
 
-        // A commit makes the copy stale: it is not used until rebuilt, and then holds the
-        // new vectors.
+        // A commit makes the copy stale; as the index has settled (no chunk waits for a
+        // vector), a new one is built at once, with no search asking, and holds the new
+        // vectors.
         add_file_with(&store, "b.rs", 300..400, |id| vectors[id as usize].clone());
-        assert!(store.exact.fresh(dims).is_none());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while store.exact.fresh(dims).is_none() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "not rebuilt after the commit"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
         let found = exact_answer(&store, &query, 400, None);
         assert_eq!(ids(&found), truth(&mut (0..400)));
-        // The graph agrees on the nearest (it finds them approximately).
-        let graph = store.nearest(&query, 10, None, 0).unwrap();
-        assert_eq!(graph.len(), 10);
+        // Search asks through `nearest`, which answers from the copy.
+        let asked = store.nearest(&query, 10, None, 0).unwrap();
+        assert_eq!(
+            ids(&asked),
+            truth(&mut (0..400))
+                .into_iter()
+                .take(10)
+                .collect::<Vec<_>>()
+        );
+        // A query of other dimensions has no copy to use.
+        assert!(store.exact_nearest(&query[..8], 5, None).is_none());
     }
 
     #[test]

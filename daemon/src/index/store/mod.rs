@@ -581,7 +581,7 @@ impl<'s> StoreTxn<'s> {
         self.write(|store, wtxn| Ok(store.meta.put(wtxn, meta_key::NEXT_CHUNK_ID, &next)?))?;
         let store = self.store;
         store.ctx(self.wtxn.commit().map_err(Fail::from))?;
-        store.exact.committed();
+        store.exact_after_commit();
         Ok(())
     }
 }
