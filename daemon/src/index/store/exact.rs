@@ -248,37 +248,35 @@ mod tests {
     use super::super::quantized::quantized_bytes;
     use super::*;
 
-    /// `store`'s exact answer, once its copy is built (bounded wait).
+    /// Wait (bounded) until `ready` holds.
+    fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !ready() {
+            assert!(std::time::Instant::now() < deadline, "{what}");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+
+    /// `store`'s exact answer, once its copy is built.
     fn exact_answer(
         store: &Store,
         query: &[f32],
         limit: usize,
         only: Option<&RoaringBitmap>,
     ) -> Vec<(u64, f32)> {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        loop {
-            if let Some(found) = store.exact_nearest(query, limit, only) {
-                return found;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "no exact copy was built"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
+        let mut found = None;
+        wait_until("no exact copy was built", || {
+            found = store.exact_nearest(query, limit, only);
+            found.is_some()
+        });
+        found.unwrap_or_default()
     }
 
     #[test]
     fn a_small_project_s_nearest_are_the_true_nearest_and_follow_each_commit() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let mut state = 3u64;
-        let mut next = move || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        };
+        let mut next = super::super::ann::tests::values(3);
         let dims = 48;
         let vectors: Vec<Vec<f32>> = (0..400)
             .map(|_| (0..dims).map(|_| next()).collect())
@@ -324,14 +322,9 @@ mod tests {
         // vector), a new one is built at once, with no search asking, and holds the new
         // vectors.
         add_file_with(&store, "b.rs", 300..400, |id| vectors[id as usize].clone());
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while store.exact.fresh(dims).is_none() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "not rebuilt after the commit"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
+        wait_until("not rebuilt after the commit", || {
+            store.exact.fresh(dims).is_some()
+        });
         let found = exact_answer(&store, &query, 400, None);
         assert_eq!(ids(&found), truth(&mut (0..400)));
         // Search asks through `nearest`, which answers from the copy.

@@ -201,16 +201,9 @@ mod tests {
 
     #[test]
     fn quantized_vectors_keep_their_cosines() {
-        let mut state = 11u64;
+        let mut next = super::super::ann::tests::values(11);
         let mut vector = || -> Vec<f32> {
-            let v: Vec<f32> = (0..384)
-                .map(|_| {
-                    state = state
-                        .wrapping_mul(6364136223846793005)
-                        .wrapping_add(1442695040888963407);
-                    ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-                })
-                .collect();
+            let v: Vec<f32> = (0..384).map(|_| next()).collect();
             let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
             v.into_iter().map(|x| x / norm).collect()
         };

@@ -398,14 +398,7 @@ mod tests {
     fn nearest_ranks_by_the_exact_vectors() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        // A small deterministic generator: values in [-1, 1).
-        let mut state = 7u64;
-        let mut next = move || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        };
+        let mut next = super::super::ann::tests::values(7);
         let dims = 64;
         let n = 300u64;
         let vectors: Vec<Vec<f32>> = (0..n)

@@ -6,17 +6,22 @@ use crate::index::store::{ChunkRecord, EmbeddedChunk, FileRecord, Store};
 
 const DIMS: usize = 16;
 
+/// A small deterministic generator from `seed`: values in [-1, 1). The store's vector tests
+/// draw their vectors from it.
+pub(in crate::index::store) fn values(seed: u64) -> impl FnMut() -> f32 {
+    let mut state = seed;
+    move || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+    }
+}
+
 /// A deterministic unit-ish vector for chunk `id`.
 fn vector(id: u64) -> Vec<f32> {
-    let mut state = id.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..DIMS)
-        .map(|_| {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
+    let mut next = values(id.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    (0..DIMS).map(|_| next()).collect()
 }
 
 /// Index file `path` with chunks `ids` and give them their vectors, in one commit.
