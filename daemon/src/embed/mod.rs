@@ -102,8 +102,6 @@ pub trait Embedder: Send + Sync {
     /// Start what the backend does in the background while the daemon is otherwise idle
     /// (the built-in one: filling its word table into the attached cache). Most do nothing.
     fn start_idle_work(&self) {}
-    /// A search is being answered: that background work waits for a quiet moment.
-    fn searching(&self) {}
 }
 
 /// Which backend, from `AMANMCP_EMBEDDER`.

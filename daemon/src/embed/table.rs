@@ -27,7 +27,7 @@ const PASS: usize = 64;
 /// How long the embedder must have been idle before the table takes a pass.
 const QUIET: Duration = Duration::from_secs(1);
 
-/// Whether projects are embedding or searches are being answered: the table waits for them.
+/// Whether projects are embedding: the table waits for them.
 #[derive(Default)]
 pub(super) struct Activity {
     running: AtomicUsize,
@@ -41,13 +41,6 @@ impl Activity {
     pub(super) fn begin(&self) -> Busy<'_> {
         self.running.fetch_add(1, Ordering::SeqCst);
         Busy(self)
-    }
-
-    /// Something the user waits for happened now (a search): the table waits a quiet
-    /// moment before its next pass, so it does not share the cores with the next search of
-    /// a burst.
-    pub(super) fn touch(&self) {
-        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
     }
 
     fn quiet(&self) -> bool {
@@ -237,17 +230,5 @@ mod quiet {
         assert!(!activity.quiet(), "just after a batch");
         std::thread::sleep(QUIET + Duration::from_millis(50));
         assert!(activity.quiet());
-        // A search answered: a moment's quiet is owed again.
-        activity.touch();
-        assert!(!activity.quiet(), "just after a search");
-    }
-
-    #[test]
-    fn a_search_on_the_built_in_embedder_holds_the_table_back() {
-        let words = crate::embed::words::Words::new(None).unwrap();
-        let activity = words.activity_for_tests();
-        assert!(activity.quiet());
-        crate::embed::Embedder::searching(&words);
-        assert!(!activity.quiet());
     }
 }

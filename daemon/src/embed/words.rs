@@ -145,7 +145,7 @@ pub struct Words {
     shared: OnceLock<(Arc<SharedCache>, u64)>,
     /// Words run through the model (for tests and figures).
     model_runs: AtomicUsize,
-    /// Whether documents are being embedded or searches answered (the word table waits).
+    /// Whether documents are being embedded (the word table waits for them).
     activity: Arc<Activity>,
 }
 
@@ -190,12 +190,6 @@ impl Words {
     #[cfg(test)]
     pub(super) fn model_runs(&self) -> usize {
         self.model_runs.load(Ordering::Relaxed)
-    }
-
-    /// What the word table waits for.
-    #[cfg(test)]
-    pub(super) fn activity_for_tests(&self) -> Arc<Activity> {
-        self.activity.clone()
     }
 
     /// Load the compiled-in weights (once per process). `batch_size`: texts per call
@@ -390,10 +384,6 @@ impl Embedder for Words {
     fn attach_cache(&self, cache: Arc<SharedCache>) {
         // The words' own key, apart from the texts' vectors of the same model.
         let _ = self.shared.set((cache, words_key()));
-    }
-
-    fn searching(&self) {
-        self.activity.touch();
     }
 
     fn start_idle_work(&self) {

@@ -168,9 +168,6 @@ impl Searcher<'_> {
             }
             .into());
         }
-        if let Some(embedding) = &self.config.embedding {
-            embedding.embedder.searching();
-        }
         let filters = self.filters(params)?;
         let mentioned = self.mentioned_files(&params.query)?;
         let profile = rank::Profile::new(&params.query);
