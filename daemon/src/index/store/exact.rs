@@ -52,6 +52,14 @@ struct ExactVectors {
     norms: Vec<f32>,
 }
 
+impl ExactVectors {
+    /// Row `i` as stored: the scale, then the int8 values.
+    fn row(&self, i: usize) -> &[u8] {
+        let width = self.dims + 4;
+        &self.rows[i * width..(i + 1) * width]
+    }
+}
+
 impl ExactCache {
     /// Called after each commit: the copy no longer stands for the store. Returns the
     /// dimensions of the copy there was, if any.
@@ -59,6 +67,11 @@ impl ExactCache {
         self.0.generation.fetch_add(1, Ordering::AcqRel);
         let current = self.0.current.lock().unwrap_or_else(|e| e.into_inner());
         current.as_ref().map(|c| c.dims)
+    }
+
+    /// Hold `copy` from now on (`None`: none).
+    fn put(&self, copy: Option<ExactVectors>) {
+        *self.0.current.lock().unwrap_or_else(|e| e.into_inner()) = copy.map(Arc::new);
     }
 
     /// The copy, if it stands for the store as committed and holds `dims`-dimension vectors.
@@ -90,7 +103,6 @@ impl Store {
             }
             return None;
         };
-        let width = copy.dims + 4;
         // First in integers, every row; then the best few (with a margin for int8's error)
         // by the query's own floats, as the graph's candidates are re-scored.
         let first = Int8Probe::new(query);
@@ -103,7 +115,7 @@ impl Store {
             if candidates.is_some_and(|c| !u32::try_from(*id).is_ok_and(|id| c.contains(id))) {
                 continue;
             }
-            let values = int8_values(&copy.rows[i * width..(i + 1) * width]);
+            let values = int8_values(copy.row(i));
             let key = first.distance(values, copy.norms[i]).max(0.0).to_bits();
             if best.len() < kept {
                 best.push((key, i));
@@ -115,10 +127,7 @@ impl Store {
         let probe = Probe::new(query);
         let mut found: Vec<(u64, f32)> = best
             .into_iter()
-            .filter_map(|(_, i)| {
-                let row = &copy.rows[i * width..(i + 1) * width];
-                probe.distance(row).map(|d| (copy.ids[i], d))
-            })
+            .filter_map(|(_, i)| probe.distance(copy.row(i)).map(|d| (copy.ids[i], d)))
             .collect();
         found.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
         found.truncate(limit);
@@ -161,21 +170,9 @@ impl Store {
                             .0
                             .refused
                             .store(generation + 1, Ordering::Release);
-                        *store
-                            .exact
-                            .0
-                            .current
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner()) = None;
+                        store.exact.put(None);
                     }
-                    Ok(Some(copy)) => {
-                        *store
-                            .exact
-                            .0
-                            .current
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner()) = copy.map(Arc::new);
-                    }
+                    Ok(Some(copy)) => store.exact.put(copy),
                     Err(e) => {
                         tracing::warn!(error = %e, "could not copy the vectors for exact search")
                     }
