@@ -76,6 +76,13 @@ impl Budget {
         2 * self.staged_vector_bytes()
     }
 
+    /// Bytes of int8 vectors a project may hold in memory to be searched exactly instead
+    /// of through its graph: a sixty-fourth of the budget (16 MB by default: 40,000 chunks
+    /// of 384 dimensions). Each loaded project small enough holds its own copy.
+    pub fn exact_vector_bytes(self) -> usize {
+        (self.mb << 20) / 64
+    }
+
     /// Vectors one ANN graph holds before the next is opened: 128 per MB of the budget
     /// (131,072 by default), at least 4,096. A graph's build holds its links in memory and
     /// dirties every page of it in one transaction.
@@ -203,6 +210,7 @@ mod tests {
         assert_eq!(default.staged_vector_bytes(), 32 << 20);
         assert_eq!(default.vector_bytes_in_flight(), 64 << 20);
         assert_eq!(default.graph_vectors(), 131_072);
+        assert_eq!(default.exact_vector_bytes(), 16 << 20);
         let small = Budget::of(128);
         assert_eq!(small.word_bytes(), 20_000_000);
         assert_eq!(small.writer_heap_bytes(1), 15 << 20);
@@ -210,6 +218,7 @@ mod tests {
         assert_eq!(small.staged_files(), 250);
         assert_eq!(small.staged_vector_bytes(), 4 << 20);
         assert_eq!(small.graph_vectors(), 16_384);
+        assert_eq!(small.exact_vector_bytes(), 2 << 20);
         assert_eq!(Budget::of(1), Budget::of(MIN_MB));
     }
 }

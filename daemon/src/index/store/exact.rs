@@ -18,9 +18,12 @@ use roaring::RoaringBitmap;
 use super::quantized::{Int8Probe, Probe, int8_norm, int8_values};
 use super::{Fail, Store};
 
-/// Vectors (their int8 bytes and scale) held for exact search at most: 20,000 chunks of
-/// 384 dimensions are 7.8 MB.
-pub const EXACT_MAX_BYTES: usize = 16 << 20;
+/// Vectors (their int8 bytes and scale) held for exact search at most: the memory budget's
+/// share ([`crate::memory::Budget::exact_vector_bytes`], 16 MB by default; 20,000 chunks of
+/// 384 dimensions are 7.8 MB).
+fn exact_max_bytes() -> usize {
+    crate::memory::budget().exact_vector_bytes()
+}
 
 /// Rows the integer pass keeps beyond twice those asked for, re-scored by the query's floats.
 const MARGIN: usize = 32;
@@ -143,7 +146,7 @@ impl Store {
     }
 
     /// Rebuild the in-memory copy on a thread of its own, unless one is being built, the
-    /// vectors would not fit [`EXACT_MAX_BYTES`], or (`when_settled`) chunks wait for vectors.
+    /// vectors would not fit [`exact_max_bytes`], or (`when_settled`) chunks wait for vectors.
     fn start_exact_rebuild(&self, dims: usize, when_settled: bool) {
         if self.exact.0.building.swap(true, Ordering::AcqRel) {
             return;
@@ -158,7 +161,7 @@ impl Store {
                         return Ok(None);
                     }
                     store
-                        .exact_vectors(rtxn, generation, dims, EXACT_MAX_BYTES)
+                        .exact_vectors(rtxn, generation, dims, exact_max_bytes())
                         .map(Some)
                 });
                 match built {
