@@ -21,6 +21,16 @@ pub fn index_summary(status: &pb::ProjectStatus) -> Value {
     summary
 }
 
+/// The query words a search set aside, each with the reason, as JSON (`set_aside` of the
+/// `search` tool's structured answer and of `amanctl search --json`).
+pub fn set_aside_json(reply: &pb::SearchReply) -> Value {
+    reply
+        .set_aside
+        .iter()
+        .map(|a| json!({"word": a.word, "reason": a.reason}))
+        .collect()
+}
+
 /// The embedder's state as JSON (`index-status`, `amanctl status --json`).
 pub fn embedding_json(vectors: &pb::VectorStatus) -> Value {
     let mut out = json!({

@@ -333,6 +333,17 @@ fn the_project_s_own_language_finds_no_file() {
     );
     let text = reply["result"]["content"][0]["text"].as_str().unwrap_or("");
     assert!(text.contains("Not searched for: python"), "{reply}");
+    // `amanctl search` says so too, in its JSON and as a note.
+    let query = "the last item in python";
+    let ran = env.amanctl_on(&root, &["search", "--json", "--mode", "lexical", query]);
+    let out: Value = serde_json::from_str(&ran.stdout).unwrap_or_default();
+    assert_eq!(out["set_aside"][0]["word"], "python", "{}", ran.text());
+    let ran = env.amanctl_on(&root, &["search", "--mode", "lexical", query]);
+    assert!(
+        ran.stderr.contains("not searched for: python"),
+        "{}",
+        ran.text()
+    );
     // A query with no such word sets nothing aside.
     let plain = shim.call_tool("search", json!({"query": "the last item"}));
     assert!(

@@ -139,7 +139,7 @@ impl Found {
 }
 
 /// Why a query word naming the project's language was not searched for.
-pub const OWN_LANGUAGE_REASON: &str =
+const OWN_LANGUAGE_REASON: &str =
     "the project's own language: most of its files are in it, so it tells none apart";
 
 /// The path and language filters of a request, validated (the glob expanded to paths).

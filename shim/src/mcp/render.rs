@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::budget::{self, Shape};
 use crate::preview;
-use crate::status::{index_summary, indexing_notice};
+use crate::status::{index_summary, indexing_notice, set_aside_json};
 
 /// Render a search-shaped reply (a page starting at `offset`) as readable text plus
 /// `structuredContent`, within `shape`'s token budget.
@@ -85,10 +85,7 @@ pub fn search_result(
         structured["notice"] = json!(notice);
     }
     if !reply.set_aside.is_empty() {
-        let set_aside: Vec<Value> = (reply.set_aside.iter())
-            .map(|a| json!({"word": a.word, "reason": a.reason}))
-            .collect();
-        structured["set_aside"] = json!(set_aside);
+        structured["set_aside"] = set_aside_json(&reply);
     }
     let mut text = render_search(label, &reply, notice.as_deref(), shape.compact, context);
     if fitted.cut || fitted.omitted > 0 {

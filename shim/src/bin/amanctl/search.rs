@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use amanmcp::link::state_name;
 use amanmcp::preview;
+use amanmcp::status::set_aside_json;
 use amanmcp_proto::pb;
 use serde_json::json;
 
@@ -111,9 +112,7 @@ pub async fn search(args: SearchArgs) -> ExitCode {
             "total": reply.total,
             "semantic_used": reply.semantic_used,
             "semantic_unavailable": reply.semantic_unavailable,
-            "set_aside": reply.set_aside.iter()
-                .map(|a| json!({"word": a.word, "reason": a.reason}))
-                .collect::<Vec<_>>(),
+            "set_aside": set_aside_json(&reply),
         });
         println!("{out:#}");
         return ExitCode::SUCCESS;
