@@ -98,6 +98,45 @@ impl Encoder {
         words
     }
 
+    /// The wordpieces the tokenizer splits `word` into (`sym`, `##py`), no special token.
+    pub fn pieces(&self, word: &str) -> Result<Vec<String>, Error> {
+        let encoded = self
+            .tokenizer
+            .encode(word, false)
+            .map_err(|e| Error::Tokenizer(e.to_string()))?;
+        Ok(encoded.get_tokens().to_vec())
+    }
+
+    /// The tokenizer's `##` continuations (pieces that only follow another), sorted.
+    pub fn continuations(&self) -> Vec<String> {
+        let mut pieces: Vec<String> = self
+            .tokenizer
+            .get_vocab(false)
+            .into_keys()
+            .filter(|w| w.starts_with("##") && w.len() > 2)
+            .collect();
+        pieces.sort();
+        pieces
+    }
+
+    /// The token ids of one piece alone between the special tokens: a `##` continuation
+    /// as the single token it names (its text would be split as punctuation and letters),
+    /// any other text as [`Encoder::tokens`] splits it.
+    pub fn piece_tokens(&self, piece: &str) -> Result<Vec<u32>, Error> {
+        let special = |t: &str| {
+            self.tokenizer
+                .token_to_id(t)
+                .ok_or_else(|| Error::Tokenizer(format!("no {t} token")))
+        };
+        match piece
+            .strip_prefix("##")
+            .and(self.tokenizer.token_to_id(piece))
+        {
+            Some(id) => Ok(vec![special("[CLS]")?, id, special("[SEP]")?]),
+            None => self.tokens(piece),
+        }
+    }
+
     /// Unit vectors of the texts, in order; all in one forward pass on the calling thread
     /// (callers spread batches over threads). An empty text (no tokens but the special
     /// ones) still gets a vector, as the model gives one.
@@ -190,6 +229,28 @@ mod tests {
                 .iter()
                 .all(|w| !w.starts_with("##") && !w.contains('['))
         );
+    }
+
+    #[test]
+    fn words_split_into_pieces_and_a_continuation_is_one_token() {
+        let encoder = Encoder::shared().unwrap();
+        let pieces = encoder.pieces("sympify").unwrap();
+        assert!(pieces.len() > 1, "{pieces:?}");
+        assert!(
+            pieces[1..].iter().all(|p| p.starts_with("##")),
+            "{pieces:?}"
+        );
+        assert_eq!(encoder.pieces("error").unwrap(), ["error"]);
+        let continuation = &pieces[1];
+        let tokens = encoder.piece_tokens(continuation).unwrap();
+        assert_eq!(tokens.len(), 3, "[CLS], the piece, [SEP]");
+        assert_eq!(
+            encoder.piece_tokens("error").unwrap(),
+            encoder.tokens("error").unwrap()
+        );
+        let continuations = encoder.continuations();
+        assert!(continuations.contains(continuation));
+        assert!(continuations.len() > 4_000, "{}", continuations.len());
     }
 
     #[test]

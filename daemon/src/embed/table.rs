@@ -1,16 +1,25 @@
-//! The word table: vectors of the words code uses most (the tokenizer's whole words and
-//! `code-words.txt`, made by `bench/words/make-code-words.py` from code that is no benchmark's),
-//! computed once per machine into the shared cache while the daemon has nothing else to
-//! embed, so a new project runs the model only for its rarer words. The vectors are the
-//! model's own, as a project's words get them: a table word and a word a project taught
-//! are the same entry of the cache, and no vector depends on whether the table was there.
+//! The word table: the words the model runs for. The tokenizer's whole words and the words
+//! code uses most (`code-words.txt`, made by `bench/words/make-code-words.py` from code that
+//! is no benchmark's) each get the model's vector of the word alone; every other word is
+//! composed of its wordpieces' vectors ([`compose`]), the tokenizer's `##` continuations
+//! being in the table too. Before: the model ran once for every distinct word a project
+//! had, half of them seen once (sympy: 48,718 words, 30 s of two cores).
+//!
+//! The table's vectors are computed once per machine into the shared cache while the
+//! daemon has nothing else to embed, so a new project runs the model for none of its
+//! words; until then a project's words of the table are computed as it meets them. Either
+//! way a word gets the same vector: none depends on whether the table was filled.
 //!
 //! `AMANMCP_WORD_TABLE=off` leaves the table alone (tests do, so their daemons stay quiet).
 
 use std::sync::Arc;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
+
+use half::f16;
+
+use amanmcp_encoder::DIMENSIONS;
 
 use super::cache::SharedCache;
 use super::terms::words;
@@ -19,7 +28,7 @@ use super::words::{WordModel, put_words, word_hash};
 const CODE_WORDS: &str = include_str!("code-words.txt");
 
 /// Bump when the list changes: the mark of a finished table names it.
-const TABLE_VERSION: u32 = 1;
+const TABLE_VERSION: u32 = 2;
 
 /// Words run through the model together (~30 ms on one core).
 const PASS: usize = 64;
@@ -62,16 +71,57 @@ impl Drop for Busy<'_> {
 }
 
 /// The table's words: the tokenizer's whole words and the code words, as [`words`] keeps
-/// them (no stopwords, 2 to 24 letters), sorted.
-pub(super) fn table_words(vocabulary: Vec<String>) -> Vec<String> {
+/// them (no stopwords, 2 to 24 letters), and the tokenizer's `##` continuations (pieces of
+/// the words outside it), sorted.
+pub(super) fn table_words(vocabulary: Vec<String>, continuations: Vec<String>) -> Vec<String> {
     let mut all: Vec<String> = vocabulary
         .into_iter()
         .chain(CODE_WORDS.lines().map(str::to_string))
         .filter(|w| words(w).get(w.as_str()) == Some(&1))
+        .chain(continuations)
         .collect();
     all.sort();
     all.dedup();
     all
+}
+
+/// The compiled-in model's table, made once per process.
+pub(super) fn model_table(encoder: &amanmcp_encoder::Encoder) -> &'static [String] {
+    static TABLE: OnceLock<Vec<String>> = OnceLock::new();
+    TABLE.get_or_init(|| table_words(encoder.vocabulary(), encoder.continuations()))
+}
+
+/// Whether `word` is one of `table`'s (sorted) words.
+pub(super) fn holds(table: &[String], word: &str) -> bool {
+    table.binary_search_by(|t| t.as_str().cmp(word)).is_ok()
+}
+
+/// The vector of a word outside the table, from its pieces' vectors (each the model's for
+/// that piece alone, as static word embeddings are distilled): the direction of their sum,
+/// at their mean length, so a word of many pieces weighs what one word does. `None`
+/// without any piece. On semble and CoSQA this scores as the model's own vector of the
+/// whole word did (bench/README.md, "Vectors without the model").
+pub(super) fn compose<'a>(pieces: impl Iterator<Item = &'a Box<[f16]>>) -> Option<Box<[f16]>> {
+    let mut sum = vec![0f32; DIMENSIONS];
+    let mut lengths = 0f32;
+    let mut n = 0usize;
+    for piece in pieces {
+        let mut length = 0f32;
+        for (s, v) in sum.iter_mut().zip(piece.iter()) {
+            let v = v.to_f32();
+            *s += v;
+            length += v * v;
+        }
+        lengths += length.sqrt();
+        n += 1;
+    }
+    let length = sum.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let scale = if length > 0.0 {
+        lengths / n as f32 / length
+    } else {
+        0.0
+    };
+    (n > 0).then(|| sum.iter().map(|s| f16::from_f32(s * scale)).collect())
 }
 
 /// Whether the daemon fills the table (`AMANMCP_WORD_TABLE`, on unless `off`, `0` or `no`).
@@ -89,7 +139,7 @@ pub(super) fn start(
     model: WordModel,
     cache: Arc<SharedCache>,
     key: u64,
-    table: Vec<String>,
+    table: &'static [String],
     activity: Arc<Activity>,
 ) {
     let spawned = std::thread::Builder::new()
@@ -98,7 +148,7 @@ pub(super) fn start(
             // Behind everything else, project embedding included.
             super::lower_thread_priority(19);
             let started = Instant::now();
-            match fill(&model, &cache, key, &table, || {
+            match fill(&model, &cache, key, table, || {
                 while !activity.quiet() {
                     std::thread::sleep(QUIET / 4);
                 }
@@ -169,8 +219,13 @@ mod tests {
 
     #[test]
     fn the_table_holds_vocabulary_and_code_words_as_texts_split_them() {
-        let table = table_words(vec!["parse".into(), "the".into(), "x".into()]);
+        let table = table_words(
+            vec!["parse".into(), "the".into(), "x".into()],
+            vec!["##ify".into()],
+        );
         assert!(table.iter().any(|w| w == "parse"));
+        assert!(holds(&table, "##ify"), "a continuation");
+        assert!(!holds(&table, "zorblax"));
         assert!(table.iter().any(|w| w == "tokenizer"), "a code word");
         assert!(
             !table.iter().any(|w| w == "the" || w == "x"),

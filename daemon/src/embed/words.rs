@@ -1,12 +1,15 @@
 //! The default built-in embedder: word vectors of the compiled-in MiniLM, summed.
 //!
 //! A text is split into words as code spells them apart (`parseHTTPResponse` -> `parse`,
-//! `http`, `response`). Each distinct word is run through the model once, alone, and its
-//! vector kept; the direction every common word shares (the mean of a fixed list of common
-//! words) is taken out of it, so generic words weigh little. A text's vector is the sum of
-//! its words' vectors, each weighed by the square root of how often it occurs, normalized.
-//! A chunk costs a few lookups once its words are known, and a query a few model runs at
-//! most.
+//! `http`, `response`). A word of the word table (the tokenizer's whole words and the
+//! 40,000 words code uses most, `table`) is run through the model once, alone, and its
+//! vector kept; any other word gets its vector from its wordpieces' (each piece run alone,
+//! once), as static embeddings are distilled, so the model never runs for more words than
+//! the table holds, whatever a project's vocabulary. The direction every common word
+//! shares (the mean of a fixed list of common words) is taken out of each vector, so
+//! generic words weigh little. A text's vector is the sum of its words' vectors, each
+//! weighed by the square root of how often it occurs, normalized. A chunk costs a few
+//! lookups once the table's vectors are known, and a query a few model runs at most.
 //!
 //! Deterministic: the same text gives the same vector in every process, so vectors can be
 //! cached by text and shared between projects.
@@ -54,8 +57,9 @@ fn max_known_words() -> usize {
     })
 }
 
-/// Bump when the splitting, weighting or centring changes: it is part of the model id.
-const VERSION: u32 = 4;
+/// Bump when the splitting, weighting, centring or the table changes: it is part of the
+/// model id.
+const VERSION: u32 = 5;
 
 /// Bump when the splitting or centring changes, not the weighting: the key of the word
 /// vectors kept in the shared cache, so a new weighting re-embeds texts without running the
@@ -109,7 +113,13 @@ impl WordModel {
     /// The words' vectors, in one forward pass on this thread, without their component
     /// along the common direction.
     pub(super) fn vectors(&self, words: &[&str]) -> Result<Vec<Box<[f16]>>, EmbedError> {
-        let vectors = self.encoder.embed(words).map_err(model)?;
+        let tokens = words
+            .iter()
+            .map(|w| self.encoder.piece_tokens(w))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(model)?;
+        let sequences: Vec<&[u32]> = tokens.iter().map(Vec::as_slice).collect();
+        let vectors = self.encoder.embed_tokens(&sequences);
         Ok(vectors
             .into_iter()
             .map(|vector| {
@@ -126,11 +136,18 @@ impl WordModel {
             })
             .collect())
     }
+
+    /// The wordpieces of `word` (see [`table::compose`]).
+    fn pieces(&self, word: &str) -> Result<Vec<String>, EmbedError> {
+        self.encoder.pieces(word).map_err(model)
+    }
 }
 
 /// Word vectors of the compiled-in MiniLM, summed per text.
 pub struct Words {
     model: WordModel,
+    /// The words (and pieces) the model runs for: the word table's (sorted).
+    table: &'static [String],
     model_id: String,
     /// Each word's vector, common direction removed, in f16: at most `max_known` words.
     known: Arc<RwLock<KnownWords>>,
@@ -182,8 +199,7 @@ impl Words {
     /// Fill the word table into `cache` now, on this thread (what the daemon does in the
     /// background); returns how many words the model ran for.
     pub fn fill_table(&self, cache: &SharedCache) -> Result<usize, EmbedError> {
-        let table = table::table_words(self.model.encoder.vocabulary());
-        table::fill(&self.model, cache, words_key(), &table, || {})
+        table::fill(&self.model, cache, words_key(), self.table, || {})
     }
 
     /// Words run through the model so far.
@@ -202,9 +218,11 @@ impl Words {
                 .build()
                 .map_err(|e| EmbedError::Model(format!("cannot start the embedding threads: {e}")))
         };
+        let model = WordModel::new()?;
         Ok(Words {
             model_id: versioned_id(VERSION) + &weighting_id(),
-            model: WordModel::new()?,
+            table: table::model_table(model.encoder),
+            model,
             known: Arc::default(),
             max_known: max_known_words(),
             documents: pool("embed", super::DOCUMENT_NICE)?,
@@ -216,11 +234,14 @@ impl Words {
         })
     }
 
-    /// The vector of every word of `texts`: known ones from the table, the others from the
-    /// shared cache if it has them, else from the model (then offered to the cache). New ones
-    /// are kept in the table while it has room ([`Words::max_known`]; past it the table is
-    /// emptied first), but the batch is served from what this call gathered, so a bound
-    /// smaller than a batch's vocabulary costs look-ups, never a second run.
+    /// The vector of every word of `texts`. Known ones come from memory; a word of the
+    /// table (or a piece) from the shared cache if it has it, else from the model (then
+    /// offered to the cache); any other word is composed of its pieces' vectors
+    /// ([`table::compose`]), so the model never runs for more than the table's words, whatever a
+    /// project's vocabulary. New ones are kept in memory while it has room
+    /// ([`Words::max_known`]; past it the memory is emptied first), but the batch is served
+    /// from what this call gathered, so a bound smaller than a batch's vocabulary costs
+    /// look-ups, never a second run.
     fn batch_vectors(
         &self,
         texts: &[HashMap<String, f32>],
@@ -247,23 +268,73 @@ impl Words {
         if missing.is_empty() {
             return Ok(batch);
         }
+        let (direct, rare): (Vec<&String>, Vec<&String>) = missing
+            .into_iter()
+            .partition(|word| table::holds(self.table, word));
+        let pieces_of = rare
+            .into_iter()
+            .map(|word| Ok((word, self.model.pieces(word)?)))
+            .collect::<Result<Vec<_>, EmbedError>>()?;
+        let mut names: Vec<String> = direct.into_iter().cloned().collect();
+        {
+            let known = self.known.read().unwrap_or_else(|e| e.into_inner());
+            for piece in pieces_of.iter().flat_map(|(_, pieces)| pieces) {
+                match known.get(piece) {
+                    Some(vector) => {
+                        batch.insert(piece.clone(), vector.clone());
+                    }
+                    None => names.push(piece.clone()),
+                }
+            }
+        }
+        names.sort();
+        names.dedup();
+        names.retain(|name| !batch.contains_key(name));
+        let mut learned = self.learn(names, pool)?;
+        batch.extend(learned.iter().cloned());
+        for (word, pieces) in &pieces_of {
+            if let Some(vector) = table::compose(pieces.iter().filter_map(|p| batch.get(p))) {
+                learned.push(((*word).clone(), vector));
+            }
+        }
+        {
+            let mut known = self.known.write().unwrap_or_else(|e| e.into_inner());
+            if known.len() + learned.len() > self.max_known {
+                *known = HashMap::new();
+            }
+            if learned.len() <= self.max_known {
+                known.extend(learned.iter().map(|(w, v)| (w.clone(), v.clone())));
+            }
+        }
+        batch.extend(learned);
+        Ok(batch)
+    }
+
+    /// The vectors of `names` (table words and pieces): from the shared cache if it has
+    /// them, else from the model, in passes spread over `pool` (then offered to the cache).
+    fn learn(
+        &self,
+        mut names: Vec<String>,
+        pool: &rayon::ThreadPool,
+    ) -> Result<Vec<WordVector>, EmbedError> {
         // Words another run of the daemon learned are in the shared cache.
-        let mut learned: Vec<(String, Box<[f16]>)> = Vec::new();
+        let mut learned: Vec<WordVector> = Vec::new();
         if let Some((cache, model)) = self.shared.get() {
-            let hashes: Vec<u64> = missing.iter().map(|w| word_hash(w)).collect();
+            let hashes: Vec<u64> = names.iter().map(|w| word_hash(w)).collect();
             let cached = cache.get(*model, &hashes);
-            missing.retain(|word| match cached.get(&word_hash(word)) {
+            names.retain(|word| match cached.get(&word_hash(word)) {
                 Some(vector) if vector.len() == DIMENSIONS => {
                     let vector = vector.iter().map(|v| f16::from_f32(*v)).collect();
-                    learned.push(((*word).clone(), vector));
+                    learned.push((word.clone(), vector));
                     false
                 }
                 _ => true,
             });
         }
-        let computed: Vec<(String, Box<[f16]>)> = pool
+        let names: Vec<&String> = names.iter().collect();
+        let computed: Vec<WordVector> = pool
             .install(|| {
-                missing
+                names
                     .par_chunks(WORDS_PER_PASS)
                     .map(|words| self.word_vectors(words))
                     .collect::<Result<Vec<_>, EmbedError>>()
@@ -279,17 +350,7 @@ impl Words {
             );
         }
         learned.extend(computed);
-        {
-            let mut known = self.known.write().unwrap_or_else(|e| e.into_inner());
-            if known.len() + learned.len() > self.max_known {
-                *known = HashMap::new();
-            }
-            if learned.len() <= self.max_known {
-                known.extend(learned.iter().map(|(w, v)| (w.clone(), v.clone())));
-            }
-        }
-        batch.extend(learned);
-        Ok(batch)
+        Ok(learned)
     }
 
     /// The words' vectors from the model, in one forward pass.
@@ -305,18 +366,18 @@ impl Words {
     fn text_vector(
         &self,
         weights: &HashMap<String, f32>,
-        vectors: &HashMap<String, Box<[f16]>>,
+        vectors: &HashMap<&str, Vec<f32>>,
     ) -> Vec<f32> {
         let mut sum = vec![0f32; DIMENSIONS];
         // A fixed order, so float sums are the same in every process.
         let mut entries: Vec<(&String, &f32)> = weights.iter().collect();
         entries.sort_by(|a, b| a.0.cmp(b.0));
         for (word, &weight) in entries {
-            let Some(vector) = vectors.get(word) else {
+            let Some(vector) = vectors.get(word.as_str()) else {
                 continue;
             };
-            for (s, v) in sum.iter_mut().zip(vector.iter()) {
-                *s += weight * v.to_f32();
+            for (s, v) in sum.iter_mut().zip(vector) {
+                *s += weight * v;
             }
         }
         // A text with no words (only numbers or punctuation) still gets a unit vector.
@@ -362,19 +423,34 @@ impl Embedder for Words {
 
     fn embed(&self, texts: &[String], purpose: Purpose) -> Result<Vec<Vec<f32>>, EmbedError> {
         let _busy = (purpose == Purpose::Document).then(|| self.activity.begin());
-        let weights: Vec<HashMap<String, f32>> = match purpose {
-            Purpose::Document => texts.iter().map(|t| document_weights(t)).collect(),
-            Purpose::Query => texts.iter().map(|t| query_weights(t)).collect(),
-        };
         let pool = match purpose {
             Purpose::Document => &self.documents,
             Purpose::Query => &self.queries,
         };
+        // Reading the texts and summing their vectors spread over the pool too: with the
+        // model run for table words only, they are most of the work.
+        let weights: Vec<HashMap<String, f32>> = pool.install(|| {
+            texts
+                .par_iter()
+                .map(|t| match purpose {
+                    Purpose::Document => document_weights(t),
+                    Purpose::Query => query_weights(t),
+                })
+                .collect()
+        });
         let vectors = self.batch_vectors(&weights, pool)?;
-        Ok(weights
+        // Each word's coordinates in f32 once, not once for every text holding it (the same
+        // values: f16 converts exactly).
+        let vectors: HashMap<&str, Vec<f32>> = vectors
             .iter()
-            .map(|w| self.text_vector(w, &vectors))
-            .collect())
+            .map(|(w, v)| (w.as_str(), v.iter().map(|x| x.to_f32()).collect()))
+            .collect();
+        Ok(pool.install(|| {
+            weights
+                .par_iter()
+                .map(|w| self.text_vector(w, &vectors))
+                .collect()
+        }))
     }
 
     fn describe(&self) -> String {
@@ -393,12 +469,11 @@ impl Embedder for Words {
         if let Some((cache, key)) = self.shared.get()
             && table::enabled()
         {
-            let table = table::table_words(self.model.encoder.vocabulary());
             table::start(
                 self.model.clone(),
                 cache.clone(),
                 *key,
-                table,
+                self.table,
                 self.activity.clone(),
             );
         }
@@ -407,6 +482,8 @@ impl Embedder for Words {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashSet;
+
     use super::*;
     use crate::embed::terms::words;
 
@@ -434,6 +511,28 @@ mod tests {
         assert_eq!(bounded.model_runs(), 150);
         assert_eq!(free.model_runs(), 150);
         assert_eq!(free.known.read().unwrap().len(), 150);
+    }
+
+    #[test]
+    fn a_word_outside_the_table_runs_the_model_for_its_pieces_only() {
+        let words = Words::new(None).unwrap();
+        let pieces =
+            |w: &str| -> HashSet<String> { words.model.pieces(w).unwrap().into_iter().collect() };
+        let (first, second) = (pieces("zorblax"), pieces("zorblaxing"));
+        assert!(!table::holds(words.table, "zorblax") && first.len() > 1);
+        let a = words.embed(&["zorblax".into()], Purpose::Query).unwrap();
+        assert_eq!(words.model_runs(), first.len(), "{first:?}");
+        words.embed(&["zorblaxing".into()], Purpose::Query).unwrap();
+        assert_eq!(
+            words.model_runs(),
+            first.union(&second).count(),
+            "known pieces are not run again: {second:?}"
+        );
+        // The same vector in another process, and one of unit length.
+        let again = Words::new(None).unwrap();
+        assert_eq!(again.embed(&["zorblax".into()], Purpose::Query).unwrap(), a);
+        let norm: f32 = a[0].iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-4, "{norm}");
     }
 
     #[test]

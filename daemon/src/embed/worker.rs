@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use crate::embed::Embedding;
 use crate::index::ProjectIndex;
+use crate::index::progress::IndexState;
 use crate::index::store::EmbeddedChunk;
 use crate::index::writer::{WriteOp, WriterHandle};
 
@@ -38,6 +39,25 @@ pub fn spawn(
         .spawn(move || run(&index, &writer, &embedding, &stop))
 }
 
+/// How long the worker waits for a pass to end before looking again.
+const PASS_WAIT: Duration = Duration::from_millis(200);
+
+/// Vectors computed are written to the shared cache this many at once, or this often, or
+/// when the queue empties: each write is an LMDB commit, which waits for the disk, and
+/// written a batch (256) at a time they took 5 of sympy's 6 seconds of embedding.
+const SHARE_AT_ONCE: usize = 8192;
+const SHARE_EVERY: Duration = Duration::from_secs(2);
+
+/// Write `vectors` to the daemon's shared cache (and let them go).
+fn share(embedding: &Embedding, vectors: &mut Vec<(u64, Vec<f32>)>) {
+    if vectors.is_empty() {
+        return;
+    }
+    let items: Vec<(u64, &[f32])> = vectors.iter().map(|(h, v)| (*h, v.as_slice())).collect();
+    embedding.share_vectors(&items);
+    vectors.clear();
+}
+
 /// Chunks looked up in the caches at a time.
 const CACHE_LOOKAHEAD: usize = 2048;
 
@@ -51,6 +71,11 @@ fn run(index: &ProjectIndex, writer: &WriterHandle, embedding: &Embedding, stop:
     let mut failures_seen = index.progress.commit_failures.load(Ordering::SeqCst);
     // Vectors were sent since the queue last emptied (their commits free C heap memory).
     let mut sent_since_empty = false;
+    // When an empty vector commit was last sent.
+    let mut last_empty: Option<Instant> = None;
+    // Vectors computed, for the shared cache, and when it was last written.
+    let mut to_share: Vec<(u64, Vec<f32>)> = Vec::new();
+    let mut shared_at = Instant::now();
     while !stop.load(Ordering::SeqCst) {
         // A commit that failed dropped the vectors sent meanwhile: they are pending again,
         // not on their way. Wait (the disk may still be full), then send them again.
@@ -60,6 +85,13 @@ fn run(index: &ProjectIndex, writer: &WriterHandle, embedding: &Embedding, stop:
             in_flight.clear();
             index.embed_wake.wait(backoff);
             backoff = (backoff * 2).min(Duration::from_secs(60));
+            continue;
+        }
+        // BM25 first: while a pass changes the index, its commits must not wait behind
+        // vector commits, whose graph linking takes the writer's time (sympy's lexical pass
+        // took 14.0 s instead of 7.7 s once vectors kept pace with it).
+        if index.progress.state() == IndexState::Indexing {
+            index.embed_wake.wait(PASS_WAIT);
             continue;
         }
         in_flight.retain(|id| index.store.is_pending(*id).unwrap_or(false));
@@ -78,12 +110,18 @@ fn run(index: &ProjectIndex, writer: &WriterHandle, embedding: &Embedding, stop:
             }
         };
         if pending.is_empty() {
-            // Removed chunks' vectors are dropped by a vector commit: send an empty one.
+            share(embedding, &mut to_share);
+            // Removed chunks' vectors are dropped, and a graph made for a project that
+            // outgrew exact search, by a vector commit: send an empty one (at most one a
+            // second, should one not make the progress it is due for).
             if in_flight.is_empty()
-                && index.store.vector_deletes_due().unwrap_or(false)
-                && !writer.send(WriteOp::Vectors(Vec::new()))
+                && last_empty.is_none_or(|t| t.elapsed() >= Duration::from_secs(1))
+                && index.store.vector_commit_due().unwrap_or(false)
             {
-                return;
+                last_empty = Some(Instant::now());
+                if !writer.send(WriteOp::Vectors(Vec::new())) {
+                    return;
+                }
             }
             if sent_since_empty && in_flight.is_empty() {
                 sent_since_empty = false;
@@ -168,12 +206,16 @@ fn run(index: &ProjectIndex, writer: &WriterHandle, embedding: &Embedding, stop:
                 backoff = Duration::from_secs(1);
                 progress.set_error(None);
                 let n = vectors.len() as u64;
-                let shared: Vec<(u64, &[f32])> = items
-                    .iter()
-                    .zip(&vectors)
-                    .map(|((_, hash), vector)| (*hash, vector.as_slice()))
-                    .collect();
-                embedding.share_vectors(&shared);
+                to_share.extend(
+                    items
+                        .iter()
+                        .zip(&vectors)
+                        .map(|((_, hash), vector)| (*hash, vector.clone())),
+                );
+                if to_share.len() >= SHARE_AT_ONCE || shared_at.elapsed() >= SHARE_EVERY {
+                    share(embedding, &mut to_share);
+                    shared_at = Instant::now();
+                }
                 let embedded = items
                     .iter()
                     .zip(vectors)

@@ -25,6 +25,19 @@ fn exact_max_bytes() -> usize {
     crate::memory::budget().exact_vector_bytes()
 }
 
+/// Whether a project of `chunks` chunks of `dims` dimensions is searched by the exact copy
+/// alone, with no graph: its vectors fit the copy's budget. A graph costs the writer about
+/// half a millisecond a vector to link (sympy: 13 s of 20,180 vectors, where computing them
+/// takes 2); a project this small never needs it. Tests keep graphs unless they ask
+/// ([`tests::without_graph_up_to`]).
+pub(super) fn fits_without_graph(chunks: u64, dims: usize) -> bool {
+    #[cfg(test)]
+    let max = tests::GRAPHLESS_BYTES.with(std::cell::Cell::get);
+    #[cfg(not(test))]
+    let max = exact_max_bytes();
+    usize::try_from(chunks).is_ok_and(|chunks| chunks.saturating_mul(dims + 4) <= max)
+}
+
 /// Rows the integer pass keeps beyond twice those asked for, re-scored by the query's floats.
 const MARGIN: usize = 32;
 
@@ -61,6 +74,44 @@ impl ExactVectors {
         let width = self.dims + 4;
         &self.rows[i * width..(i + 1) * width]
     }
+
+    /// The `limit` rows nearest to `query`, nearest first, within `candidates`.
+    fn scan(
+        &self,
+        query: &[f32],
+        limit: usize,
+        candidates: Option<&RoaringBitmap>,
+    ) -> Vec<(u64, f32)> {
+        // First in integers, every row; then the best few (with a margin for int8's error)
+        // by the query's own floats, as the graph's candidates are re-scored.
+        let first = Int8Probe::new(query);
+        let limit = limit.max(1);
+        let kept = limit * 2 + MARGIN;
+        // The best `kept` rows so far, the worst on top (distances are at least 0, where
+        // their bits order as the numbers do).
+        let mut best: BinaryHeap<(u32, usize)> = BinaryHeap::with_capacity(kept + 1);
+        for (i, id) in self.ids.iter().enumerate() {
+            if candidates.is_some_and(|c| !u32::try_from(*id).is_ok_and(|id| c.contains(id))) {
+                continue;
+            }
+            let values = int8_values(self.row(i));
+            let key = first.distance(values, self.norms[i]).max(0.0).to_bits();
+            if best.len() < kept {
+                best.push((key, i));
+            } else if best.peek().is_some_and(|worst| key < worst.0) {
+                best.pop();
+                best.push((key, i));
+            }
+        }
+        let probe = Probe::new(query);
+        let mut found: Vec<(u64, f32)> = best
+            .into_iter()
+            .filter_map(|(_, i)| probe.distance(self.row(i)).map(|d| (self.ids[i], d)))
+            .collect();
+        found.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+        found.truncate(limit);
+        found
+    }
 }
 
 impl ExactCache {
@@ -93,48 +144,68 @@ impl Store {
     /// `candidates`; `None` when there is no current in-memory copy (the caller uses the
     /// graph). A missing or stale copy is rebuilt on another thread when the vectors are
     /// few enough.
+    #[cfg(test)]
     pub(super) fn exact_nearest(
         &self,
         query: &[f32],
         limit: usize,
         candidates: Option<&RoaringBitmap>,
     ) -> Option<Vec<(u64, f32)>> {
-        let Some(copy) = self.exact.fresh(query.len()) else {
-            let generation = self.exact.0.generation.load(Ordering::Acquire);
-            if self.exact.0.refused.load(Ordering::Acquire) != generation + 1 {
-                self.start_exact_rebuild(query.len(), false);
-            }
-            return None;
-        };
-        // First in integers, every row; then the best few (with a margin for int8's error)
-        // by the query's own floats, as the graph's candidates are re-scored.
-        let first = Int8Probe::new(query);
-        let limit = limit.max(1);
-        let kept = limit * 2 + MARGIN;
-        // The best `kept` rows so far, the worst on top (distances are at least 0, where
-        // their bits order as the numbers do).
-        let mut best: BinaryHeap<(u32, usize)> = BinaryHeap::with_capacity(kept + 1);
-        for (i, id) in copy.ids.iter().enumerate() {
-            if candidates.is_some_and(|c| !u32::try_from(*id).is_ok_and(|id| c.contains(id))) {
-                continue;
-            }
-            let values = int8_values(copy.row(i));
-            let key = first.distance(values, copy.norms[i]).max(0.0).to_bits();
-            if best.len() < kept {
-                best.push((key, i));
-            } else if best.peek().is_some_and(|worst| key < worst.0) {
-                best.pop();
-                best.push((key, i));
-            }
+        let found = self.exact_fresh(query, limit, candidates);
+        if found.is_none() {
+            self.exact_stale(query.len());
         }
-        let probe = Probe::new(query);
-        let mut found: Vec<(u64, f32)> = best
-            .into_iter()
-            .filter_map(|(_, i)| probe.distance(copy.row(i)).map(|d| (copy.ids[i], d)))
-            .collect();
-        found.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
-        found.truncate(limit);
-        Some(found)
+        found
+    }
+
+    /// [`Store::exact_nearest`] without the rebuild of a stale copy.
+    pub(super) fn exact_fresh(
+        &self,
+        query: &[f32],
+        limit: usize,
+        candidates: Option<&RoaringBitmap>,
+    ) -> Option<Vec<(u64, f32)>> {
+        let copy = self.exact.fresh(query.len())?;
+        Some(copy.scan(query, limit, candidates))
+    }
+
+    /// The copy of `dims`-dimension vectors is stale: rebuild it on another thread unless
+    /// it was found too large since the last commit.
+    pub(super) fn exact_stale(&self, dims: usize) {
+        let generation = self.exact.0.generation.load(Ordering::Acquire);
+        if self.exact.0.refused.load(Ordering::Acquire) != generation + 1 {
+            self.start_exact_rebuild(dims, false);
+        }
+    }
+
+    /// The nearest by an exact scan of the vectors as `rtxn` sees them, for a project
+    /// without a graph ([`fits_without_graph`]) whose copy is stale: the copy is made now,
+    /// kept for the searches after this one if no commit came since `generation` (read
+    /// before `rtxn` began).
+    pub(super) fn exact_now(
+        &self,
+        rtxn: &RoTxn,
+        generation: u64,
+        query: &[f32],
+        limit: usize,
+        candidates: Option<&RoaringBitmap>,
+    ) -> Result<Vec<(u64, f32)>, Fail> {
+        // A project grown past the bound since its last vectors has no graph yet either:
+        // nothing until its next vector commit makes one.
+        let Some(copy) = self.exact_vectors(rtxn, generation, query.len(), exact_max_bytes())?
+        else {
+            return Ok(Vec::new());
+        };
+        let found = copy.scan(query, limit, candidates);
+        if self.exact.0.generation.load(Ordering::Acquire) == generation {
+            self.exact.put(Some(copy));
+        }
+        Ok(found)
+    }
+
+    /// The commit generation the exact copy follows.
+    pub(super) fn exact_generation(&self) -> u64 {
+        self.exact.0.generation.load(Ordering::Acquire)
     }
 
     /// After a commit: a project searched through its copy has it rebuilt at once when no
@@ -243,7 +314,7 @@ impl Store {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::super::ann::tests::add_file_with;
     use super::super::quantized::quantized_bytes;
     use super::*;
@@ -338,6 +409,16 @@ mod tests {
         );
         // A query of other dimensions has no copy to use.
         assert!(store.exact_nearest(&query[..8], 5, None).is_none());
+    }
+
+    thread_local! {
+        /// [`fits_without_graph`]'s bound in tests: 0, every project has a graph.
+        pub(super) static GRAPHLESS_BYTES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    /// Let projects of up to `bytes` of vectors go without a graph, on this thread.
+    pub(in crate::index::store) fn without_graph_up_to(bytes: usize) {
+        GRAPHLESS_BYTES.with(|b| b.set(bytes));
     }
 
     #[test]

@@ -8,7 +8,8 @@ use heed::types::Bytes;
 use heed::{RoTxn, RwTxn};
 use roaring::RoaringBitmap;
 
-use super::ann::{AnnReader, AnnWriter};
+use super::ann::{self, AnnReader, AnnWriter};
+use super::exact;
 use super::quantized::{Probe, dequantized_vector, quantized_bytes};
 use super::{EmbeddedChunk, Fail, Store, StoreTxn, VectorState, meta_key};
 use crate::error::IndexError;
@@ -107,13 +108,14 @@ impl Store {
     /// is still to be dropped, read in one transaction.
     pub fn vector_state(&self) -> Result<VectorState, IndexError> {
         self.read(|rtxn| {
-            let vectors = self
-                .vector_reader(rtxn)?
-                .map_or_else(RoaringBitmap::new, |reader| reader.item_ids());
             let mut pending = HashSet::new();
             for item in self.embed_pending.iter(rtxn)? {
                 pending.insert(item?.0);
             }
+            let vectors = match self.vector_reader(rtxn)? {
+                Some(reader) => reader.item_ids(),
+                None => self.graphless_items(rtxn, &pending)?,
+            };
             let mut deletes = HashSet::new();
             for item in self.vector_deletes.iter(rtxn)? {
                 deletes.insert(item?.0);
@@ -122,14 +124,38 @@ impl Store {
         })
     }
 
+    /// Without a graph: the chunks with a vector, those not `pending` whose text's vector
+    /// is cached.
+    fn graphless_items(&self, rtxn: &RoTxn, pending: &HashSet<u64>) -> Result<RoaringBitmap, Fail> {
+        let mut items = RoaringBitmap::new();
+        for item in self.chunks.remap_data_type::<Bytes>().iter(rtxn)? {
+            let (id, record) = item?;
+            let cached = match super::codec::chunk_hash(record) {
+                Some(hash) => self.embed_cache.get(rtxn, &hash)?.is_some(),
+                None => false,
+            };
+            if cached && !pending.contains(&id) {
+                items.extend(u32::try_from(id).ok());
+            }
+        }
+        Ok(items)
+    }
+
     /// Every stored vector, by chunk id (benchmarks: exact search to measure ANN recall).
     pub fn all_vectors(&self) -> Result<Vec<(u64, Vec<f32>)>, IndexError> {
         self.read(|rtxn| {
-            let Some(reader) = self.vector_reader(rtxn)? else {
-                return Ok(Vec::new());
+            let items = match self.vector_reader(rtxn)? {
+                Some(reader) => reader.item_ids(),
+                None => {
+                    let mut pending = HashSet::new();
+                    for item in self.embed_pending.iter(rtxn)? {
+                        pending.insert(item?.0);
+                    }
+                    self.graphless_items(rtxn, &pending)?
+                }
             };
             let mut out = Vec::new();
-            for id in &reader.item_ids() {
+            for id in &items {
                 if let Some(vector) = self.exact_vector(rtxn, u64::from(id))? {
                     out.push((u64::from(id), vector));
                 }
@@ -191,10 +217,23 @@ impl Store {
         })
     }
 
-    /// Whether vectors of removed chunks wait to be dropped by the next vector commit: those
-    /// of the recent graph at once, a large graph's once they are many (searches skip them).
-    pub fn vector_deletes_due(&self) -> Result<bool, IndexError> {
+    /// Whether a vector commit is due with no vector to add: vectors of removed chunks wait
+    /// to be dropped (those of the recent graph at once, a large graph's once they are
+    /// many: searches skip them), or a project without a graph no longer fits exact search
+    /// alone (a smaller memory budget since its vectors were stored).
+    pub fn vector_commit_due(&self) -> Result<bool, IndexError> {
         self.read(|rtxn| {
+            if let Some(dims) = self.meta.get(rtxn, meta_key::EMBED_DIMS)?
+                && !ann::holds_vectors(rtxn, self.vectors)?
+                && !self.embed_cache.is_empty(rtxn)?
+                && let Ok(dims) = <[u8; 8]>::try_from(dims)
+                && !exact::fits_without_graph(
+                    self.chunks.len(rtxn)?,
+                    u64::from_le_bytes(dims) as usize,
+                )
+            {
+                return Ok(true);
+            }
             let waiting = self.vector_deletes.len(rtxn)?;
             if waiting == 0 {
                 return Ok(false);
@@ -224,13 +263,17 @@ impl Store {
         candidates: Option<&RoaringBitmap>,
         effort: usize,
     ) -> Result<Vec<(u64, f32)>, IndexError> {
-        if let Some(found) = self.exact_nearest(query, limit, candidates) {
+        // Read before the transaction begins: a copy made in it is at least this new.
+        let generation = self.exact_generation();
+        if let Some(found) = self.exact_fresh(query, limit, candidates) {
             return Ok(found);
         }
         self.read(|rtxn| {
             let Some(reader) = self.vector_reader(rtxn)? else {
-                return Ok(Vec::new());
+                // No graph: a project this small is searched by its copy alone.
+                return self.exact_now(rtxn, generation, query, limit, candidates);
             };
+            self.exact_stale(query.len());
             if reader.dimensions() != query.len() {
                 return Ok(Vec::new());
             }
@@ -265,6 +308,36 @@ impl Store {
             scored.truncate(limit.max(1));
             Ok(scored)
         })
+    }
+}
+
+impl Store {
+    /// Add every vector the project has (those of chunks not waiting for one) to the
+    /// graph: a project without one has outgrown exact search alone. Returns how many.
+    fn graph_every_vector(&self, wtxn: &mut RwTxn, ann: &AnnWriter) -> Result<usize, Fail> {
+        let mut held = Vec::new();
+        for item in self.chunks.remap_data_type::<Bytes>().iter(wtxn)? {
+            let (id, record) = item?;
+            if let (Some(hash), Ok(item)) = (super::codec::chunk_hash(record), u32::try_from(id)) {
+                held.push((id, item, hash));
+            }
+        }
+        let mut added = 0;
+        for (id, item, hash) in held {
+            if self.embed_pending.get(wtxn, &id)?.is_some() {
+                continue;
+            }
+            let Some(vector) = self.embed_cache.get(wtxn, &hash)?.map(dequantized_vector) else {
+                continue;
+            };
+            ann.add(wtxn, item, &vector)?;
+            added += 1;
+        }
+        tracing::info!(
+            vectors = added,
+            "the project outgrew exact search: graph built"
+        );
+        Ok(added)
     }
 }
 
@@ -304,7 +377,7 @@ impl StoreTxn<'_> {
     /// Store vectors computed by the embedding worker for chunks that still exist (a chunk
     /// deleted meanwhile is skipped). Returns how many were stored.
     pub fn put_vectors(&mut self, items: &[EmbeddedChunk]) -> Result<usize, IndexError> {
-        let stored = self.write(|store, wtxn| {
+        let (stored, regraphed) = self.write(|store, wtxn| {
             // First the vectors of removed chunks that are cheap to drop now (those of a
             // large graph wait for it to be linked again, `build_vectors`).
             let mut deletes = Vec::new();
@@ -325,12 +398,10 @@ impl StoreTxn<'_> {
                     }
                 }
             }
-            let Some(first) = items.first() else {
-                return Ok(0);
-            };
-            let dims = match vector_dims(store, wtxn)? {
-                Some(dims) => dims,
-                None => {
+            let dims = match (vector_dims(store, wtxn)?, items.first()) {
+                (Some(dims), _) => dims,
+                (None, None) => return Ok((0, 0)),
+                (None, Some(first)) => {
                     let dims = first.vector.len();
                     store
                         .meta
@@ -340,6 +411,17 @@ impl StoreTxn<'_> {
             };
             let ann = AnnWriter::new(wtxn, store.vectors, store.meta, dims)?;
             let mut stored = 0;
+            // A project small enough for exact search alone has no graph; one that outgrows
+            // it gets one now, of every vector it has.
+            let mut regraphed = 0;
+            let graph = if ann::holds_vectors(wtxn, store.vectors)? {
+                true
+            } else if exact::fits_without_graph(store.chunks.len(wtxn)?, dims) {
+                false
+            } else {
+                regraphed = store.graph_every_vector(wtxn, &ann)?;
+                true
+            };
             for item in items {
                 let Ok(item_id) = u32::try_from(item.chunk_id) else {
                     continue;
@@ -355,16 +437,18 @@ impl StoreTxn<'_> {
                 if store.embed_pending.get(wtxn, &item.chunk_id)? != Some(item.hash) {
                     continue;
                 }
-                ann.add(wtxn, item_id, &item.vector)?;
+                if graph {
+                    ann.add(wtxn, item_id, &item.vector)?;
+                }
                 store
                     .embed_cache
                     .put(wtxn, &item.hash, &quantized_bytes(&item.vector))?;
                 store.embed_pending.delete(wtxn, &item.chunk_id)?;
                 stored += 1;
             }
-            Ok(stored)
+            Ok((stored, regraphed))
         })?;
-        self.vectors_added += stored as u64;
+        self.vectors_added += (stored + regraphed) as u64;
         Ok(stored)
     }
 

@@ -89,6 +89,11 @@ fn large_graphs(rtxn: &RoTxn, meta: Meta) -> Result<u16, Error> {
     Ok(count.max(1))
 }
 
+/// Whether any graph holds a vector (linked or not).
+pub(super) fn holds_vectors(rtxn: &RoTxn, database: Database) -> Result<bool, Error> {
+    Ok(!database.is_empty(rtxn)?)
+}
+
 /// A read view of the graphs.
 pub(super) struct AnnReader<'t>(Vec<hannoy::Reader<'t, Distance>>);
 

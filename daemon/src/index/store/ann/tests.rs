@@ -129,7 +129,7 @@ fn few_new_vectors_join_a_small_graph_many_the_main_one() {
     // A removed file's vectors in the recent graph are dropped at once.
     remove_file(&store, "b.rs");
     assert_eq!(sizes(&store), (4400, 0));
-    assert!(!store.vector_deletes_due().unwrap());
+    assert!(!store.vector_commit_due().unwrap());
     // The recent graph is merged once it holds more than MERGE_MIN.
     for (n, start) in (4500..8700).step_by(600).enumerate() {
         add_file(&store, &format!("c{n}.rs"), start..start + 600);
@@ -152,7 +152,7 @@ fn removed_vectors_of_the_main_graph_wait_for_a_merge_unseen_by_searches() {
     // found.
     assert_eq!(sizes(&store), (9100, 0));
     assert_eq!(waiting(&store), 1100);
-    assert!(!store.vector_deletes_due().unwrap());
+    assert!(!store.vector_commit_due().unwrap());
     let found = store.nearest(&vector(8100), 50, None, 0).unwrap();
     assert!(found.iter().all(|(id, _)| *id < 8000), "{found:?}");
     // The next merge drops them.
@@ -183,7 +183,7 @@ fn a_large_graph_is_sealed_and_the_next_one_takes_new_vectors() {
     // unseen by searches.
     remove_file(&store, "b.rs");
     assert_eq!(waiting(&store), 1100);
-    assert!(!store.vector_deletes_due().unwrap());
+    assert!(!store.vector_commit_due().unwrap());
     let found = store.nearest(&vector(5500), 50, None, 0).unwrap();
     assert!(
         found.iter().all(|(id, _)| !(5000..6100).contains(id)),
@@ -196,4 +196,57 @@ fn a_large_graph_is_sealed_and_the_next_one_takes_new_vectors() {
     for id in [6100, 9999, 15000, 21999] {
         assert_eq!(nearest_to(&store, id), id);
     }
+}
+
+#[test]
+fn a_project_small_enough_for_exact_search_has_no_graph_until_it_outgrows_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    // Room for 100 vectors of 16 dimensions (and their scales).
+    crate::index::store::exact::tests::without_graph_up_to(100 * (DIMS + 4));
+    let has_graph = || {
+        store
+            .read(|rtxn| Ok(holds_vectors(rtxn, store.vectors)?))
+            .unwrap()
+    };
+    add_file(&store, "a.rs", 0..60);
+    assert!(!has_graph());
+    // Searched exactly, by a copy made on the search's path.
+    for id in [0, 31, 59] {
+        assert_eq!(nearest_to(&store, id), id);
+    }
+    let (vectors, pending, _) = store.vector_state().unwrap();
+    assert_eq!(vectors, (0..60).collect::<RoaringBitmap>());
+    assert!(pending.is_empty());
+    assert!(!store.vector_commit_due().unwrap());
+
+    // Past the bound, the commit that adds vectors links every one into a graph.
+    add_file(&store, "b.rs", 60..160);
+    assert!(has_graph());
+    assert_eq!(sizes(&store), (160, 0));
+    let (vectors, _, _) = store.vector_state().unwrap();
+    assert_eq!(vectors, (0..160).collect::<RoaringBitmap>());
+    for id in [0, 59, 60, 159] {
+        assert_eq!(nearest_to(&store, id), id);
+    }
+}
+
+#[test]
+fn a_project_without_a_graph_gets_one_when_the_bound_shrinks() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    crate::index::store::exact::tests::without_graph_up_to(100 * (DIMS + 4));
+    add_file(&store, "a.rs", 0..60);
+    assert!(!store.vector_commit_due().unwrap());
+    // A smaller memory budget at the next start: the embedding worker's empty vector
+    // commit makes the graph.
+    crate::index::store::exact::tests::without_graph_up_to(0);
+    assert!(store.vector_commit_due().unwrap());
+    let mut txn = store.write_txn().unwrap();
+    txn.put_vectors(&[]).unwrap();
+    txn.build_vectors(3).unwrap();
+    txn.commit(60).unwrap();
+    assert!(!store.vector_commit_due().unwrap());
+    assert_eq!(sizes(&store), (60, 0));
+    assert_eq!(nearest_to(&store, 42), 42);
 }
