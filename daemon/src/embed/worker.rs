@@ -76,6 +76,8 @@ fn run(index: &ProjectIndex, writer: &WriterHandle, embedding: &Embedding, stop:
     // Vectors computed, for the shared cache, and when it was last written.
     let mut to_share: Vec<(u64, Vec<f32>)> = Vec::new();
     let mut shared_at = Instant::now();
+    // A commit was asked for the vectors sent since the queue emptied.
+    let mut commit_asked = false;
     while !stop.load(Ordering::SeqCst) {
         // A commit that failed dropped the vectors sent meanwhile: they are pending again,
         // not on their way. Wait (the disk may still be full), then send them again.
@@ -111,6 +113,14 @@ fn run(index: &ProjectIndex, writer: &WriterHandle, embedding: &Embedding, stop:
         };
         if pending.is_empty() {
             share(embedding, &mut to_share);
+            // Every waiting chunk's vector is sent: commit them now, not after the writer's
+            // interval (700 ms, most of a small project's wait for its vectors).
+            if !in_flight.is_empty() && !commit_asked {
+                commit_asked = true;
+                if !writer.send(WriteOp::Commit) {
+                    return;
+                }
+            }
             // Removed chunks' vectors are dropped, and a graph made for a project that
             // outgrew exact search, by a vector commit: send an empty one (at most one a
             // second, should one not make the progress it is due for).
@@ -162,6 +172,7 @@ fn run(index: &ProjectIndex, writer: &WriterHandle, embedding: &Embedding, stop:
                 .collect();
             in_flight.extend(items.iter().map(|item| item.chunk_id));
             sent_since_empty = true;
+            commit_asked = false;
             if !writer.send(WriteOp::Vectors(items)) {
                 return;
             }
@@ -229,6 +240,7 @@ fn run(index: &ProjectIndex, writer: &WriterHandle, embedding: &Embedding, stop:
                     return;
                 }
                 sent_since_empty = true;
+                commit_asked = false;
                 in_flight.extend(items.iter().map(|(id, _)| *id));
                 window.1 += n;
                 let elapsed = window.0.elapsed().as_secs_f64();

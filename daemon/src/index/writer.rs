@@ -82,6 +82,10 @@ pub enum WriteOp {
     ChunkerVersion(u64),
     /// Commit now and report the outcome.
     Flush(mpsc::Sender<Result<(), IndexError>>),
+    /// Commit now, reporting nothing (a failure is kept for the next flush, as the
+    /// interval's commits keep theirs): the embedding worker's queue has emptied, so what it
+    /// sent need not wait for the interval.
+    Commit,
     /// Commit now, then write again the live documents of tantivy segments holding deleted
     /// ones (`Lexical::settle`: BM25 then counts what a fresh index would), and report.
     Settle(mpsc::Sender<Result<(), IndexError>>),
@@ -231,6 +235,7 @@ impl Writer {
                 Some(first) => rx.recv_timeout(self.interval.saturating_sub(first.elapsed())),
             };
             match op {
+                Ok(WriteOp::Commit) => self.commit_or_fail(),
                 Ok(WriteOp::Flush(ack)) => {
                     let _ = ack.send(self.flush());
                 }
@@ -355,7 +360,7 @@ impl Writer {
                 self.staged.push(Staged::Remove(path));
             }
             WriteOp::ChunkerVersion(version) => self.staged.push(Staged::ChunkerVersion(version)),
-            WriteOp::Vectors(_) | WriteOp::Flush(_) | WriteOp::Settle(_) => {
+            WriteOp::Vectors(_) | WriteOp::Flush(_) | WriteOp::Settle(_) | WriteOp::Commit => {
                 unreachable!("handled above and by run")
             }
         }
