@@ -478,7 +478,17 @@ fn ctrl_c_during_amanctl_index_stops_the_waiting_and_says_indexing_goes_on() {
         })
         .collect();
     let root = env.project("big", &files);
-    let mut daemon = env.start_daemon();
+    // Vectors that take seconds (a slow embedding server on loopback): the built-in
+    // embedder is done with 800 small files before amanctl could be interrupted.
+    let server = amanmcp_tests::FakeEmbedServer::start(&["fake-embed"]);
+    server.set_delay(150);
+    let url = server.url();
+    let mut daemon = env.start_daemon_with(&[
+        ("AMANMCP_EMBEDDER", "ollama"),
+        ("AMANMCP_EMBED_URL", url.as_str()),
+        ("AMANMCP_EMBED_MODEL", "fake-embed"),
+        ("AMANMCP_EMBED_BATCH", "32"),
+    ]);
     let child = env
         .command("amanctl")
         .args(["index"])
