@@ -108,10 +108,7 @@ impl Store {
     /// is still to be dropped, read in one transaction.
     pub fn vector_state(&self) -> Result<VectorState, IndexError> {
         self.read(|rtxn| {
-            let mut pending = HashSet::new();
-            for item in self.embed_pending.iter(rtxn)? {
-                pending.insert(item?.0);
-            }
+            let pending = self.pending_ids(rtxn)?;
             let vectors = match self.vector_reader(rtxn)? {
                 Some(reader) => reader.item_ids(),
                 None => self.graphless_items(rtxn, &pending)?,
@@ -124,21 +121,42 @@ impl Store {
         })
     }
 
-    /// Without a graph: the chunks with a vector, those not `pending` whose text's vector
-    /// is cached.
-    fn graphless_items(&self, rtxn: &RoTxn, pending: &HashSet<u64>) -> Result<RoaringBitmap, Fail> {
-        let mut items = RoaringBitmap::new();
+    /// Chunk ids waiting for a vector.
+    fn pending_ids(&self, rtxn: &RoTxn) -> Result<HashSet<u64>, Fail> {
+        let mut pending = HashSet::new();
+        for item in self.embed_pending.iter(rtxn)? {
+            pending.insert(item?.0);
+        }
+        Ok(pending)
+    }
+
+    /// Without a graph, the chunks with a vector: those not `pending` whose text's vector
+    /// is cached, each with that vector as stored.
+    fn graphless_vectors<'t>(
+        &self,
+        rtxn: &'t RoTxn,
+        pending: &HashSet<u64>,
+    ) -> Result<Vec<(u32, &'t [u8])>, Fail> {
+        let mut out = Vec::new();
         for item in self.chunks.remap_data_type::<Bytes>().iter(rtxn)? {
             let (id, record) = item?;
-            let cached = match super::codec::chunk_hash(record) {
-                Some(hash) => self.embed_cache.get(rtxn, &hash)?.is_some(),
-                None => false,
+            let (Some(hash), Ok(item)) = (super::codec::chunk_hash(record), u32::try_from(id))
+            else {
+                continue;
             };
-            if cached && !pending.contains(&id) {
-                items.extend(u32::try_from(id).ok());
+            if !pending.contains(&id)
+                && let Some(bytes) = self.embed_cache.get(rtxn, &hash)?
+            {
+                out.push((item, bytes));
             }
         }
-        Ok(items)
+        Ok(out)
+    }
+
+    /// [`Store::graphless_vectors`]' chunk ids.
+    fn graphless_items(&self, rtxn: &RoTxn, pending: &HashSet<u64>) -> Result<RoaringBitmap, Fail> {
+        let vectors = self.graphless_vectors(rtxn, pending)?;
+        Ok(vectors.into_iter().map(|(item, _)| item).collect())
     }
 
     /// Every stored vector, by chunk id (benchmarks: exact search to measure ANN recall).
@@ -146,13 +164,7 @@ impl Store {
         self.read(|rtxn| {
             let items = match self.vector_reader(rtxn)? {
                 Some(reader) => reader.item_ids(),
-                None => {
-                    let mut pending = HashSet::new();
-                    for item in self.embed_pending.iter(rtxn)? {
-                        pending.insert(item?.0);
-                    }
-                    self.graphless_items(rtxn, &pending)?
-                }
+                None => self.graphless_items(rtxn, &self.pending_ids(rtxn)?)?,
             };
             let mut out = Vec::new();
             for id in &items {
@@ -223,14 +235,10 @@ impl Store {
     /// alone (a smaller memory budget since its vectors were stored).
     pub fn vector_commit_due(&self) -> Result<bool, IndexError> {
         self.read(|rtxn| {
-            if let Some(dims) = self.meta.get(rtxn, meta_key::EMBED_DIMS)?
+            if let Some(dims) = vector_dims(self, rtxn)?
                 && !ann::holds_vectors(rtxn, self.vectors)?
                 && !self.embed_cache.is_empty(rtxn)?
-                && let Ok(dims) = <[u8; 8]>::try_from(dims)
-                && !exact::fits_without_graph(
-                    self.chunks.len(rtxn)?,
-                    u64::from_le_bytes(dims) as usize,
-                )
+                && !exact::fits_without_graph(self.chunks.len(rtxn)?, dims)
             {
                 return Ok(true);
             }
@@ -315,23 +323,15 @@ impl Store {
     /// Add every vector the project has (those of chunks not waiting for one) to the
     /// graph: a project without one has outgrown exact search alone. Returns how many.
     fn graph_every_vector(&self, wtxn: &mut RwTxn, ann: &AnnWriter) -> Result<usize, Fail> {
-        let mut held = Vec::new();
-        for item in self.chunks.remap_data_type::<Bytes>().iter(wtxn)? {
-            let (id, record) = item?;
-            if let (Some(hash), Ok(item)) = (super::codec::chunk_hash(record), u32::try_from(id)) {
-                held.push((id, item, hash));
-            }
-        }
-        let mut added = 0;
-        for (id, item, hash) in held {
-            if self.embed_pending.get(wtxn, &id)?.is_some() {
-                continue;
-            }
-            let Some(vector) = self.embed_cache.get(wtxn, &hash)?.map(dequantized_vector) else {
-                continue;
-            };
+        let pending = self.pending_ids(wtxn)?;
+        let held: Vec<(u32, Vec<f32>)> = self
+            .graphless_vectors(wtxn, &pending)?
+            .into_iter()
+            .map(|(item, bytes)| (item, dequantized_vector(bytes)))
+            .collect();
+        let added = held.len();
+        for (item, vector) in held {
             ann.add(wtxn, item, &vector)?;
-            added += 1;
         }
         tracing::info!(
             vectors = added,
@@ -342,8 +342,8 @@ impl Store {
 }
 
 /// The recorded vector dimensions, if any.
-fn vector_dims(store: &Store, wtxn: &RwTxn) -> Result<Option<usize>, Fail> {
-    let value = store.meta.get(wtxn, meta_key::EMBED_DIMS)?;
+fn vector_dims(store: &Store, rtxn: &RoTxn) -> Result<Option<usize>, Fail> {
+    let value = store.meta.get(rtxn, meta_key::EMBED_DIMS)?;
     Ok(value
         .and_then(|b| b.try_into().ok())
         .map(|b| u64::from_le_bytes(b) as usize))
