@@ -42,22 +42,6 @@ pub fn spawn(
 /// How long the worker waits for a pass to end before looking again.
 const PASS_WAIT: Duration = Duration::from_millis(200);
 
-/// Vectors computed are written to the shared cache this many at once, or this often, or
-/// when the queue empties: each write is an LMDB commit, which waits for the disk, and
-/// written a batch (256) at a time they took 5 of sympy's 6 seconds of embedding.
-const SHARE_AT_ONCE: usize = 8192;
-const SHARE_EVERY: Duration = Duration::from_secs(2);
-
-/// Write `vectors` to the daemon's shared cache (and let them go).
-fn share(embedding: &Embedding, vectors: &mut Vec<(u64, Vec<f32>)>) {
-    if vectors.is_empty() {
-        return;
-    }
-    let items: Vec<(u64, &[f32])> = vectors.iter().map(|(h, v)| (*h, v.as_slice())).collect();
-    embedding.share_vectors(&items);
-    vectors.clear();
-}
-
 /// Chunks looked up in the caches at a time.
 const CACHE_LOOKAHEAD: usize = 2048;
 
@@ -73,9 +57,6 @@ fn run(index: &ProjectIndex, writer: &WriterHandle, embedding: &Embedding, stop:
     let mut sent_since_empty = false;
     // When an empty vector commit was last sent.
     let mut last_empty: Option<Instant> = None;
-    // Vectors computed, for the shared cache, and when it was last written.
-    let mut to_share: Vec<(u64, Vec<f32>)> = Vec::new();
-    let mut shared_at = Instant::now();
     // A commit was asked for the vectors sent since the queue emptied.
     let mut commit_asked = false;
     while !stop.load(Ordering::SeqCst) {
@@ -112,7 +93,6 @@ fn run(index: &ProjectIndex, writer: &WriterHandle, embedding: &Embedding, stop:
             }
         };
         if pending.is_empty() {
-            share(embedding, &mut to_share);
             // Every waiting chunk's vector is sent: commit them now, not after the writer's
             // interval (700 ms, most of a small project's wait for its vectors).
             if !in_flight.is_empty() && !commit_asked {
@@ -217,16 +197,12 @@ fn run(index: &ProjectIndex, writer: &WriterHandle, embedding: &Embedding, stop:
                 backoff = Duration::from_secs(1);
                 progress.set_error(None);
                 let n = vectors.len() as u64;
-                to_share.extend(
-                    items
-                        .iter()
-                        .zip(&vectors)
-                        .map(|((_, hash), vector)| (*hash, vector.clone())),
-                );
-                if to_share.len() >= SHARE_AT_ONCE || shared_at.elapsed() >= SHARE_EVERY {
-                    share(embedding, &mut to_share);
-                    shared_at = Instant::now();
-                }
+                let shared: Vec<(u64, &[f32])> = items
+                    .iter()
+                    .zip(&vectors)
+                    .map(|((_, hash), vector)| (*hash, vector.as_slice()))
+                    .collect();
+                embedding.share_vectors(&shared);
                 let embedded = items
                     .iter()
                     .zip(vectors)
