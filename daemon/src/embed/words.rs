@@ -248,23 +248,7 @@ impl Words {
         pool: &rayon::ThreadPool,
     ) -> Result<HashMap<String, Box<[f16]>>, EmbedError> {
         let mut batch: HashMap<String, Box<[f16]>> = HashMap::new();
-        let mut missing: Vec<&String> = Vec::new();
-        {
-            let known = self.known.read().unwrap_or_else(|e| e.into_inner());
-            for word in texts.iter().flat_map(HashMap::keys) {
-                if batch.contains_key(word) {
-                    continue;
-                }
-                match known.get(word) {
-                    Some(vector) => {
-                        batch.insert(word.clone(), vector.clone());
-                    }
-                    None => missing.push(word),
-                }
-            }
-        }
-        missing.sort();
-        missing.dedup();
+        let missing = self.held_in_memory(texts.iter().flat_map(HashMap::keys), &mut batch);
         if missing.is_empty() {
             return Ok(batch);
         }
@@ -275,21 +259,11 @@ impl Words {
             .into_iter()
             .map(|word| Ok((word, self.model.pieces(word)?)))
             .collect::<Result<Vec<_>, EmbedError>>()?;
-        let mut names: Vec<String> = direct.into_iter().cloned().collect();
-        {
-            let known = self.known.read().unwrap_or_else(|e| e.into_inner());
-            for piece in pieces_of.iter().flat_map(|(_, pieces)| pieces) {
-                match known.get(piece) {
-                    Some(vector) => {
-                        batch.insert(piece.clone(), vector.clone());
-                    }
-                    None => names.push(piece.clone()),
-                }
-            }
-        }
+        let pieces =
+            self.held_in_memory(pieces_of.iter().flat_map(|(_, pieces)| pieces), &mut batch);
+        let mut names: Vec<String> = direct.into_iter().chain(pieces).cloned().collect();
         names.sort();
         names.dedup();
-        names.retain(|name| !batch.contains_key(name));
         let mut learned = self.learn(names, pool)?;
         batch.extend(learned.iter().cloned());
         for (word, pieces) in &pieces_of {
@@ -308,6 +282,31 @@ impl Words {
         }
         batch.extend(learned);
         Ok(batch)
+    }
+
+    /// Put the vectors memory holds of `names` into `batch` (those not there already);
+    /// returns the others, sorted, once each.
+    fn held_in_memory<'a>(
+        &self,
+        names: impl Iterator<Item = &'a String>,
+        batch: &mut HashMap<String, Box<[f16]>>,
+    ) -> Vec<&'a String> {
+        let mut missing = Vec::new();
+        let known = self.known.read().unwrap_or_else(|e| e.into_inner());
+        for name in names {
+            if batch.contains_key(name) {
+                continue;
+            }
+            match known.get(name) {
+                Some(vector) => {
+                    batch.insert(name.clone(), vector.clone());
+                }
+                None => missing.push(name),
+            }
+        }
+        missing.sort();
+        missing.dedup();
+        missing
     }
 
     /// The vectors of `names` (table words and pieces): from the shared cache if it has
