@@ -10,17 +10,17 @@ use tantivy::query::{
     BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query, TermQuery, TermSetQuery,
 };
 use tantivy::schema::{
-    FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing,
-    TextOptions, Value,
+    FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
 };
 use tantivy::{
-    DocAddress, DocId, DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, Score, SegmentReader,
-    TERMINATED, TantivyDocument, Term,
+    DocId, Index, IndexReader, IndexWriter, ReloadPolicy, Score, SegmentReader, TantivyDocument,
+    Term,
 };
 
 use crate::error::IndexError;
 
 mod fresh;
+mod stored;
 mod words;
 
 use crate::index::tokenizer::{self, CODE_TOKENIZER, CodeTokenizer};
@@ -297,77 +297,6 @@ impl Lexical {
         Ok(out)
     }
 
-    /// The live documents of the given chunks, by chunk id (missing ones left out).
-    pub fn chunks_by_id(
-        &self,
-        ids: &[u64],
-    ) -> Result<std::collections::HashMap<u64, LexicalHit>, IndexError> {
-        let mut out = std::collections::HashMap::with_capacity(ids.len());
-        if ids.is_empty() {
-            return Ok(out);
-        }
-        // Each id's posting read directly, segment by segment: a term-set query would build
-        // an FST of the ids on every call (most of this function's time, measured).
-        let f = &self.fields;
-        let searcher = self.reader.searcher();
-        for (ord, segment) in searcher.segment_readers().iter().enumerate() {
-            let postings_of = segment
-                .inverted_index(f.chunk_id)
-                .map_err(|e| self.err(e))?;
-            for id in ids {
-                if out.contains_key(id) {
-                    continue;
-                }
-                let term = Term::from_field_u64(f.chunk_id, *id);
-                let Some(mut postings) = postings_of
-                    .read_postings(&term, IndexRecordOption::Basic)
-                    .map_err(|e| self.err(e.into()))?
-                else {
-                    continue;
-                };
-                let mut doc = postings.doc();
-                while doc != TERMINATED {
-                    if segment
-                        .alive_bitset()
-                        .is_none_or(|alive| alive.is_alive(doc))
-                    {
-                        let address = DocAddress::new(ord as u32, doc);
-                        let stored: TantivyDocument =
-                            searcher.doc(address).map_err(|e| self.err(e))?;
-                        let hit = self.hit(&stored, 0.0);
-                        out.insert(hit.chunk_id, hit);
-                        break;
-                    }
-                    doc = postings.advance();
-                }
-            }
-        }
-        Ok(out)
-    }
-
-    fn hit(&self, doc: &TantivyDocument, score: f32) -> LexicalHit {
-        let f = &self.fields;
-        let text = |field| {
-            doc.get_first(field)
-                .and_then(|v| v.as_str())
-                .map(str::to_string)
-        };
-        let number = |field| doc.get_first(field).and_then(|v| v.as_u64()).unwrap_or(0);
-        LexicalHit {
-            chunk_id: number(f.chunk_id),
-            path: text(f.path_key).unwrap_or_default(),
-            start_line: number(f.start_line) as u32,
-            end_line: number(f.end_line) as u32,
-            language: text(f.language).unwrap_or_default(),
-            symbol: text(f.symbol),
-            kind: text(f.kind),
-            score,
-            body: text(f.body).unwrap_or_default(),
-            why: Vec::new(),
-            defines: Vec::new(),
-        }
-    }
-
     /// Number of live documents visible to searches.
     pub fn num_docs(&self) -> u64 {
         self.reader.searcher().num_docs()
@@ -491,8 +420,7 @@ impl Lexical {
             .map_err(|e| self.err(e))?;
         let mut hits = Vec::with_capacity(top.len());
         for ((score, _), address) in top {
-            let doc: TantivyDocument = searcher.doc(address).map_err(|e| self.err(e))?;
-            hits.push(self.hit(&doc, score));
+            hits.push(self.hit(&searcher, address, score)?);
         }
         if !q.mentioned.is_empty() {
             for hit in &mut hits {

@@ -1,10 +1,10 @@
 //! Chunks holding one word, for `usages` and the code graph: their documents, or only
 //! their chunk ids (from the fast field, no document loaded).
 
+use tantivy::Term;
 use tantivy::collector::{DocSetCollector, TopDocs};
 use tantivy::query::{BooleanQuery, Occur, Query, TermQuery, TermSetQuery};
 use tantivy::schema::IndexRecordOption;
-use tantivy::{TantivyDocument, Term};
 
 use super::{Lexical, LexicalHit};
 use crate::error::IndexError;
@@ -52,8 +52,7 @@ impl Lexical {
             .map_err(|e| self.err(e))?;
         let mut hits = Vec::with_capacity(found.len());
         for (_, address) in found {
-            let doc: TantivyDocument = searcher.doc(address).map_err(|e| self.err(e))?;
-            hits.push(self.hit(&doc, 0.0));
+            hits.push(self.hit(&searcher, address, 0.0)?);
         }
         Ok(hits)
     }

@@ -445,8 +445,10 @@ fn evidence(
         .map(|d| d.to_lowercase())
         .collect();
     if !profile.names.is_empty()
-        && (defined.iter().any(|d| profile.names.contains(d))
-            || profile.names.iter().any(|n| defines_in_text(&hit.body, n)))
+        && (defined.iter().any(|d| profile.names.contains(d)) || {
+            let lower = hit.body.to_lowercase();
+            profile.names.iter().any(|n| defines_in_text(&lower, n))
+        })
     {
         factor *= match profile.kind {
             QueryKind::Identifier => tuned("DEFINES_IDENTIFIER", DEFINES_IDENTIFIER),

@@ -85,51 +85,44 @@ fn order(query: &str, hits: Vec<LexicalHit>, symbols: Symbols) -> Vec<String> {
         .collect()
 }
 
+/// [`defines_in_text`] as the ranking stage calls it: on the body lowercased.
+fn defines(body: &str, name: &str) -> bool {
+    defines_in_text(&body.to_lowercase(), name)
+}
+
 #[test]
 fn definitions_are_read_from_text_where_there_are_no_symbols() {
-    assert!(defines_in_text(
-        "local function pick(x)\n  return x\nend",
-        "pick"
-    ));
-    assert!(defines_in_text(
+    assert!(defines("local function pick(x)\n  return x\nend", "pick"));
+    assert!(defines(
         "withDisplay :: (Display -> X a) -> X a",
         "withdisplay"
     ));
-    assert!(defines_in_text(
-        "TelescopeGlobalState = {}",
-        "telescopeglobalstate"
-    ));
-    assert!(defines_in_text("pub const Parser = struct {", "parser"));
-    assert!(defines_in_text(
-        "data StackSet i l a = StackSet",
-        "stackset"
-    ));
-    assert!(!defines_in_text("  return pick(x)", "pick"));
-    assert!(!defines_in_text(
+    assert!(defines("TelescopeGlobalState = {}", "telescopeglobalstate"));
+    assert!(defines("pub const Parser = struct {", "parser"));
+    assert!(defines("data StackSet i l a = StackSet", "stackset"));
+    assert!(!defines("  return pick(x)", "pick"));
+    assert!(!defines(
         "if state == TelescopeGlobalState then",
         "telescopeglobalstate"
     ));
-    assert!(!defines_in_text("local picker = pickers.new()", "pick"));
+    assert!(!defines("local picker = pickers.new()", "pick"));
 }
 
 #[test]
 fn members_assigned_at_top_level_define_and_locals_and_imports_do_not() {
     // A module's members: Lua's `function M.pick`, JavaScript's `res.send = function`.
-    assert!(defines_in_text("function M.pick(opts)", "pick"));
-    assert!(defines_in_text("res.send = function send(body) {", "send"));
-    assert!(defines_in_text(
-        "var view = exports = module.exports = {}",
-        "view"
-    ));
+    assert!(defines("function M.pick(opts)", "pick"));
+    assert!(defines("res.send = function send(body) {", "send"));
+    assert!(defines("var view = exports = module.exports = {}", "view"));
     // A local variable inside a body, an alias and an import name other code.
-    assert!(!defines_in_text(
+    assert!(!defines(
         "app.render = function render(name) {\n  var view;\n}",
         "view"
     ));
-    assert!(!defines_in_text("exports.response = res;", "response"));
-    assert!(!defines_in_text("  this.send = function () {}", "send"));
-    assert!(!defines_in_text("var send = require('send');", "send"));
-    assert!(!defines_in_text(
+    assert!(!defines("exports.response = res;", "response"));
+    assert!(!defines("  this.send = function () {}", "send"));
+    assert!(!defines("var send = require('send');", "send"));
+    assert!(!defines(
         "local pickers = require \"telescope.pickers\"",
         "pickers"
     ));

@@ -48,14 +48,17 @@ const LOCAL_KEYWORDS: &[&str] = &["var", "let", "const", "local", "val"];
 /// `TelescopeGlobalState = {}`, `res.send = function`). Not a local variable (an indented
 /// `var view`) nor an import (`const send = require('send')`). The fallback for languages
 /// without syntax chunking, and for definitions the syntax walk does not name.
-pub(super) fn defines_in_text(body: &str, name: &str) -> bool {
-    if name.len() < 3 {
+///
+/// `lower` is the body lowercased (once per chunk, for every name asked about), `name` a
+/// lowercase name.
+pub(super) fn defines_in_text(lower: &str, name: &str) -> bool {
+    if name.len() < 3 || !lower.contains(name) {
         return false;
     }
-    body.lines().any(|line| {
+    lower.lines().any(|line| {
         let indented = line.starts_with([' ', '\t']);
-        let lower = line.trim_start().to_lowercase();
-        let Some(at) = find_word(&lower, name) else {
+        let lower = line.trim_start();
+        let Some(at) = find_word(lower, name) else {
             return false;
         };
         let mut before: Vec<&str> = lower[..at].split_whitespace().collect();
