@@ -63,11 +63,10 @@ impl Resolver<'_> {
             if usable && field && !field_types.contains(&b.type_name.as_str()) {
                 field_types.push(&b.type_name);
             }
-            if usable
-                && best.is_none_or(|x| {
-                    (x.line > line, x.line.abs_diff(line)) > (b.line > line, b.line.abs_diff(line))
-                })
-            {
+            // The nearest above; one on the use's own line only when there is none above
+            // (`let value = f(value)`: the new `value` is not yet in scope).
+            let key = |l: u32| (l > line, l == line, l.abs_diff(line));
+            if usable && best.is_none_or(|x| key(x.line) > key(b.line)) {
                 best = Some(b);
             }
         }
@@ -159,8 +158,12 @@ impl Resolver<'_> {
         receiver: &str,
         methods: &Defs,
     ) -> Result<Option<Resolution>, IndexError> {
-        let Some(ty) = self.declared_type(path, line, receiver)? else {
-            return Ok(None);
+        let (ty, how) = match self.declared_type(path, line, receiver)? {
+            Some(ty) => (ty, "declared type"),
+            None => match self.returned_type(path, line, receiver, 0)? {
+                Some(ty) => (ty, "returned type"),
+                None => return Ok(None),
+            },
         };
         // A generic parameter (`visitor: V` with `V: Visitor`) stands for its bounds.
         let mut types = vec![ty.clone()];
@@ -179,7 +182,7 @@ impl Resolver<'_> {
             own = self.types_in_scope(path, &ty, own)?;
         }
         match own.len() {
-            1 => return Ok(Some(Resolution::Resolved(own.remove(0), "declared type"))),
+            1 => return Ok(Some(Resolution::Resolved(own.remove(0), how))),
             0 => {}
             _ => return Ok(Some(Resolution::Ambiguous(own.into()))),
         }
@@ -299,6 +302,81 @@ impl Resolver<'_> {
         })
     }
 
+    /// The type of a Rust receiver that is itself a call, by the return type written in
+    /// the called function's signature: `Foo::new().f()` (`new` of `Foo` returns `Self`),
+    /// `iter.map(g).f()` (`map` of `iter`'s type, or of one of its bounds, returns `Map<Self,
+    /// F>`), `make().f()`. Known only when every candidate callee says the same type.
+    fn returned_type(
+        &self,
+        path: &str,
+        line: u32,
+        receiver: &str,
+        depth: u32,
+    ) -> Result<Option<String>, IndexError> {
+        if depth > 2 || self.language(path)? != "rust" {
+            return Ok(None);
+        }
+        let receiver = without_type_arguments(receiver);
+        let Some((head, callee)) = called(&receiver) else {
+            return Ok(None);
+        };
+        let all: Defs = self.definitions(callee)?.iter().cloned().collect();
+        let defs = rust::visible(&all, path);
+        // The type the callee is a member of, and what `Self` stands for.
+        let owner = match head {
+            None => None,
+            Some(("self", _)) => self.enclosing_class(path, line)?.map(|c| c.name),
+            Some((ty, "::")) if ty.chars().next().is_some_and(char::is_uppercase) => {
+                Some(ty.rsplit("::").next().unwrap_or(ty).to_string())
+            }
+            Some((value, _)) => match self.declared_type_at(path, line, value, depth + 1)? {
+                Some(ty) => Some(ty),
+                None => self.returned_type(path, line, value, depth + 1)?,
+            },
+        };
+        let mut returned: Option<String> = None;
+        let types = match &owner {
+            Some(ty) => {
+                let mut types = vec![ty.clone()];
+                types.extend(self.bounds(path, line, ty)?);
+                types
+            }
+            None => Vec::new(),
+        };
+        for def in defs.iter() {
+            let member_of = self.owner(def)?.map(|o| o.name.clone());
+            let fits = match (&owner, &member_of) {
+                (None, None) => true,
+                (Some(_), Some(of)) => types.contains(of),
+                _ => false,
+            };
+            if !fits {
+                continue;
+            }
+            let Some(symbol) = self
+                .symbols(&def.path)?
+                .iter()
+                .find(|s| s.qualified == def.qualified && s.start_line == def.lines.0)
+                .cloned()
+            else {
+                continue;
+            };
+            let ty = match rust::returned_in(&symbol.signature) {
+                Some(ty) if ty == "Self" => match &owner {
+                    Some(owner) => owner.clone(),
+                    None => return Ok(None),
+                },
+                Some(ty) => ty,
+                None => return Ok(None),
+            };
+            if returned.as_ref().is_some_and(|r| *r != ty) {
+                return Ok(None);
+            }
+            returned = Some(ty);
+        }
+        Ok(returned)
+    }
+
     /// The traits a generic parameter `ty` is bounded by in the signatures around `line`
     /// (the function's and its `impl`'s: `<V: Visitor<'de>>`, `where V: Visitor<'de>`).
     fn bounds(&self, path: &str, line: u32, ty: &str) -> Result<Vec<String>, IndexError> {
@@ -324,6 +402,44 @@ fn without_type_arguments(receiver: &str) -> String {
         }
     }
     out.trim_end_matches(':').to_string()
+}
+
+/// A call's callee split from what stands before it: `a.b(x).f(y)` -> (`a.b(x)`, `.`),
+/// `f`; `Foo::new()` -> (`Foo`, `::`), `new`; `make()` -> no head, `make`.
+fn called(receiver: &str) -> Option<(Option<(&str, &str)>, &str)> {
+    let inner = receiver.strip_suffix(')')?;
+    let mut depth = 0usize;
+    let mut open = None;
+    for (at, c) in inner.char_indices().rev() {
+        match c {
+            ')' => depth += 1,
+            '(' if depth == 0 => {
+                open = Some(at);
+                break;
+            }
+            '(' => depth -= 1,
+            _ => {}
+        }
+    }
+    let callee = inner[..open?].trim_end();
+    let name_at = callee
+        .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .map_or(0, |at| at + 1);
+    let name = &callee[name_at..];
+    if name.is_empty() {
+        return None;
+    }
+    let before = &callee[..name_at];
+    let head = if let Some(head) = before.strip_suffix("::") {
+        Some((head.trim_end(), "::"))
+    } else if let Some(head) = before.strip_suffix('.') {
+        Some((head.trim_end(), "."))
+    } else if before.trim().is_empty() {
+        None
+    } else {
+        return None;
+    };
+    Some((head.filter(|(h, _)| !h.is_empty()), name))
 }
 
 /// The class a receiver constructs: `Foo(1)` and `new Foo(a, b)` -> `Foo`.

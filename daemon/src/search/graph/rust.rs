@@ -1,6 +1,7 @@
 //! Rust's own scope facts for the resolver: which crate a test, example or bench file is
 //! (`visible`), which macro `name!` means (`macro_named`), the bounds of a generic
-//! parameter (`bounds_in`) and the module a function is in (`module_of`).
+//! parameter (`bounds_in`), the type a function returns (`returned_in`) and the module a
+//! function is in (`module_of`).
 
 use super::resolve::{Def, Defs, Resolution, Resolver};
 use crate::chunk::syntax::refs::Reference;
@@ -116,4 +117,43 @@ pub(super) fn bounds_in(signature: &str, ty: &str) -> Vec<String> {
         }
     }
     out
+}
+
+/// The type a function's `signature` says it returns, as a bare name (`-> Self`,
+/// `-> Map<Self, F>`: `Map`, `-> &'a mut Foo`: `Foo`); none for a value of no single type
+/// (`Result`, `Option`, `impl Trait`, a tuple) or a function returning nothing.
+pub(super) fn returned_in(signature: &str) -> Option<String> {
+    // The `->` after the parameter list (not one inside it: `f: impl Fn() -> X`).
+    let open = signature.find('(')?;
+    let mut depth = 0usize;
+    let mut close = None;
+    for (at, c) in signature[open..].char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    close = Some(open + at);
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let rest = signature[close? + 1..].trim_start().strip_prefix("->")?;
+    let mut ty = rest.trim_start().trim_start_matches('&').trim_start();
+    if ty.starts_with('\'') {
+        ty = ty.split_once(' ').map_or("", |(_, t)| t);
+    }
+    let ty = ty.strip_prefix("mut ").unwrap_or(ty);
+    let path: &str = ty
+        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+        .next()
+        .unwrap_or("");
+    let name = path.rsplit("::").next().unwrap_or(path);
+    let wrapper = matches!(
+        name,
+        "Result" | "Option" | "Box" | "Vec" | "Rc" | "Arc" | "Cow"
+    );
+    (name.chars().next().is_some_and(char::is_uppercase) && !wrapper).then(|| name.to_string())
 }

@@ -487,3 +487,37 @@ fn a_field_given_values_of_several_types_is_not_typed() {
         "ambiguous: log.py:Base.log, log.py:Wrapper.log"
     );
 }
+
+#[test]
+fn rust_calls_type_their_receivers_by_what_the_callee_returns() {
+    // `Visitor::new()` returns `Self`; `map` of the bound `Iter` returns `Map<Self, F>`;
+    // `make()` returns a `Map`; a `let` does not type the receiver in its own initializer.
+    let view = fixture(&[(
+        "src/lib.rs",
+        "struct Visitor;\nimpl Visitor {\n    fn new() -> Self { Visitor }\n    fn visit(&self) -> u8 { 1 }\n}\nstruct Other;\nimpl Other {\n    fn visit(&self) -> u8 { 2 }\n    fn drive(&self) -> u8 { 2 }\n}\nstruct Map<I, F> { base: I, f: F }\nimpl<I, F> Map<I, F> {\n    fn drive(&self) -> u8 { 3 }\n}\ntrait Iter {\n    fn map<F>(self, f: F) -> Map<Self, F> where Self: Sized { Map { base: self, f } }\n}\nfn make() -> Map<u8, u8> { todo!() }\nfn run<I: Iter>(iter: I, value: &Visitor) -> u8 {\n    Visitor::new().visit();\n    iter.map(1).drive();\n    make().drive();\n    let value = value.visit();\n    value\n}\n",
+    )]);
+    let at = |line, name| resolve(&view, "src/lib.rs", line, name);
+    assert_eq!(at(20, "visit"), "src/lib.rs:Visitor::visit (returned type)");
+    assert_eq!(at(21, "drive"), "src/lib.rs:Map::drive (returned type)");
+    assert_eq!(at(22, "drive"), "src/lib.rs:Map::drive (returned type)");
+    assert_eq!(at(23, "visit"), "src/lib.rs:Visitor::visit (declared type)");
+}
+
+#[test]
+fn return_types_are_read_from_signatures() {
+    use super::rust::returned_in;
+    let ty = |sig| returned_in(sig);
+    assert_eq!(ty("pub fn new() -> Self").as_deref(), Some("Self"));
+    assert_eq!(
+        ty("fn map<F>(self, f: F) -> Map<Self, F> where F: Fn(u8) -> u8,").as_deref(),
+        Some("Map")
+    );
+    assert_eq!(
+        ty("fn get(&self) -> &'a mut de::Field").as_deref(),
+        Some("Field")
+    );
+    // A parameter's `->` is not the function's; wrappers and no return type say nothing.
+    assert_eq!(ty("fn call(f: impl Fn() -> Foo)"), None);
+    assert_eq!(ty("fn open() -> Result<Self, Error>"), None);
+    assert_eq!(ty("fn count(&self) -> usize"), None);
+}
