@@ -162,7 +162,10 @@ impl Resolver<'_> {
             Some(ty) => (ty, "declared type"),
             None => match self.returned_type(path, line, receiver, 0)? {
                 Some(ty) => (ty, "returned type"),
-                None => return Ok(None),
+                None => match self.dereferenced_self(path, line, receiver)? {
+                    Some(ty) => (ty, "dereferenced self"),
+                    None => return Ok(None),
+                },
             },
         };
         // A generic parameter (`visitor: V` with `V: Visitor`) stands for its bounds.
@@ -375,6 +378,33 @@ impl Resolver<'_> {
             returned = Some(ty);
         }
         Ok(returned)
+    }
+
+    /// `(**self).f()` in a Rust `impl ... for &mut A` (or `&A`): the type behind the
+    /// reference, `A`, whose bounds then name the trait meant.
+    fn dereferenced_self(
+        &self,
+        path: &str,
+        line: u32,
+        receiver: &str,
+    ) -> Result<Option<String>, IndexError> {
+        let inner = receiver.trim_start_matches('(').trim_end_matches(')');
+        if !inner.starts_with('*') || inner.trim_start_matches('*').trim() != "self" {
+            return Ok(None);
+        }
+        let Some(class) = self.enclosing_class(path, line)? else {
+            return Ok(None);
+        };
+        let Some(referenced) = class.name.strip_prefix('&') else {
+            return Ok(None);
+        };
+        let mut ty = referenced.trim_start();
+        if ty.starts_with('\'') {
+            ty = ty.split_once(' ').map_or("", |(_, t)| t);
+        }
+        let ty = ty.trim_start().strip_prefix("mut ").unwrap_or(ty).trim();
+        let simple = !ty.is_empty() && ty.chars().all(|c| c.is_alphanumeric() || c == '_');
+        Ok(simple.then(|| ty.to_string()))
     }
 
     /// The traits a generic parameter `ty` is bounded by in the signatures around `line`

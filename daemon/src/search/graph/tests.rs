@@ -521,3 +521,15 @@ fn return_types_are_read_from_signatures() {
     assert_eq!(ty("fn open() -> Result<Self, Error>"), None);
     assert_eq!(ty("fn count(&self) -> usize"), None);
 }
+
+#[test]
+fn rust_a_dereferenced_self_is_the_referenced_types_bounds() {
+    let view = fixture(&[(
+        "src/lib.rs",
+        "trait Access {\n    fn next(&mut self) -> u8;\n}\nstruct Seq;\nimpl Access for Seq {\n    fn next(&mut self) -> u8 { 1 }\n}\nimpl<A> Access for &mut A\nwhere\n    A: ?Sized + Access,\n{\n    fn next(&mut self) -> u8 { (**self).next() }\n}\n",
+    )]);
+    assert_eq!(
+        resolve(&view, "src/lib.rs", 12, "next"),
+        "src/lib.rs:Access::next (dereferenced self)"
+    );
+}
