@@ -8,8 +8,9 @@
 /// next full pass (vectors of unchanged chunk texts are reused from the embedding cache).
 /// 7: the secret rule set. 8: references and imports for the code graph. 9: declared types.
 /// 10: Rust macro invocations apart from calls (and the calls in their arguments), Rust
-/// locals without a written type.
-pub const CHUNKER_VERSION: u64 = 10;
+/// locals without a written type. 11: type names with leading underscores (`_Table(...)`)
+/// type the bindings given them.
+pub const CHUNKER_VERSION: u64 = 11;
 
 pub mod syntax;
 

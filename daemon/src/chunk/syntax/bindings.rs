@@ -58,6 +58,15 @@ const WRAPPERS: &[&str] = &[
     "Cow",
 ];
 
+/// Whether `name` is spelled as a type is: a capital first letter after any leading
+/// underscores (`Pool`, Python's private `_DNSCacheTable`).
+pub(crate) fn capitalised(name: &str) -> bool {
+    name.trim_start_matches('_')
+        .chars()
+        .next()
+        .is_some_and(char::is_uppercase)
+}
+
 /// The type a type expression names: its first identifier that is not a wrapper (and, but
 /// in Go, starts with a capital letter).
 fn type_name(language: &str, node: Node<'_>, src: &str) -> Option<String> {
@@ -67,7 +76,7 @@ fn type_name(language: &str, node: Node<'_>, src: &str) -> Option<String> {
         let kind = n.kind();
         if kind == "type_identifier" || kind == "identifier" || kind == "constant" {
             let text = node_text(n, src);
-            let capital = text.chars().next().is_some_and(char::is_uppercase);
+            let capital = capitalised(text);
             if (capital || language == "go" && kind == "type_identifier")
                 && !WRAPPERS.contains(&text)
             {
@@ -84,7 +93,7 @@ fn type_name(language: &str, node: Node<'_>, src: &str) -> Option<String> {
 /// The type a value constructs: `Foo(...)`, `new Foo()`, `Foo::new()`, `Foo { .. }`,
 /// `&Foo{}`, `mod.Foo(...)`.
 fn constructed(language: &str, value: Node<'_>, src: &str) -> Option<String> {
-    let capital = |s: &str| s.chars().next().is_some_and(char::is_uppercase);
+    let capital = capitalised;
     match value.kind() {
         "call" | "call_expression" | "new_expression" | "object_creation_expression" => {
             let (name, receiver) = callee_name(value, src)?;

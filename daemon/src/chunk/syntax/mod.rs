@@ -15,6 +15,8 @@ mod naming;
 pub mod refs;
 mod walker;
 
+pub(crate) use bindings::capitalised;
+
 use crate::chunk::{self, Chunk};
 use builder::Builder;
 use languages::spec;

@@ -4,6 +4,7 @@
 
 use super::resolve::{CLASS_LIKE, Def, Defs, Resolution, Resolver};
 use super::rust;
+use crate::chunk::syntax::capitalised;
 use crate::chunk::syntax::refs::Import;
 use crate::error::IndexError;
 
@@ -259,7 +260,7 @@ impl Resolver<'_> {
         };
         // A capitalised name is a type; an imported one names something definite (a
         // namespace or object: `import { util } from ...; util.f()`).
-        if last.chars().next().is_some_and(char::is_uppercase) || imported.is_some() {
+        if capitalised(last) || imported.is_some() {
             let mut members = Vec::new();
             for def in methods.iter() {
                 if self

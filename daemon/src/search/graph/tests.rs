@@ -533,3 +533,15 @@ fn rust_a_dereferenced_self_is_the_referenced_types_bounds() {
         "src/lib.rs:Access::next (dereferenced self)"
     );
 }
+
+#[test]
+fn a_private_class_constructed_types_its_value() {
+    let view = fixture(&[(
+        "m.py",
+        "class _Table:\n    def clear(self):\n        pass\n\nclass Other:\n    def clear(self):\n        pass\n\nclass Connector:\n    def __init__(self):\n        self._hosts = _Table()\n\n    def reset(self):\n        self._hosts.clear()\n",
+    )]);
+    assert_eq!(
+        resolve(&view, "m.py", 14, "clear"),
+        "m.py:_Table.clear (declared type)"
+    );
+}
