@@ -46,7 +46,7 @@ impl Resolver<'_> {
         };
         let mut best: Option<&crate::chunk::syntax::refs::Binding> = None;
         // A field given values of several types in its class has none known.
-        let mut field_types: Vec<&str> = Vec::new();
+        let mut field_types: Vec<String> = Vec::new();
         for b in refs.bindings.iter() {
             let class_body = bare_field.is_some_and(|f| f == b.name)
                 && self
@@ -61,8 +61,17 @@ impl Resolver<'_> {
             } else {
                 b.line <= line && (within(b.line) || self.enclosing(path, b.line)?.is_none())
             };
-            if usable && field && !field_types.contains(&b.type_name.as_str()) {
-                field_types.push(&b.type_name);
+            if usable && field {
+                // `self.x = x`: the type `x` has there (a parameter's), when it is known.
+                let ty = match b.type_name.strip_prefix('=') {
+                    Some(other) if depth < 3 => self
+                        .declared_type_at(path, b.line, other, depth + 1)?
+                        .unwrap_or_else(|| b.type_name.clone()),
+                    _ => b.type_name.clone(),
+                };
+                if !field_types.contains(&ty) {
+                    field_types.push(ty);
+                }
             }
             // The nearest above; one on the use's own line only when there is none above
             // (`let value = f(value)`: the new `value` is not yet in scope).

@@ -545,3 +545,15 @@ fn a_private_class_constructed_types_its_value() {
         "m.py:_Table.clear (declared type)"
     );
 }
+
+#[test]
+fn a_field_copied_from_a_parameter_of_its_declared_type_keeps_it() {
+    let view = fixture(&[(
+        "m.py",
+        "class A:\n    def go(self):\n        pass\n\nclass B:\n    def go(self):\n        pass\n\nclass Session:\n    def __init__(self, conn: A):\n        self._conn: A | None = None\n        self._conn = conn\n\n    def run(self):\n        self._conn.go()\n",
+    )]);
+    assert_eq!(
+        resolve(&view, "m.py", 15, "go"),
+        "m.py:A.go (declared type)"
+    );
+}
