@@ -9,7 +9,8 @@
 /// 7: the secret rule set. 8: references and imports for the code graph. 9: declared types.
 /// 10: Rust macro invocations apart from calls (and the calls in their arguments), Rust
 /// locals without a written type. 11: type names with leading underscores (`_Table(...)`)
-/// type the bindings given them.
+/// type the bindings given them; a call's receiver in a Rust macro's arguments is the
+/// whole chain before it (`Foo::new().f(..)`: `Foo::new()`).
 pub const CHUNKER_VERSION: u64 = 11;
 
 pub mod syntax;

@@ -151,9 +151,9 @@ fn macro_calls(node: Node<'_>, src: &str, out: &mut Vec<Reference>) {
         }
         let separator = i.checked_sub(1).map(|j| tokens[j]);
         let receiver = match separator {
-            Some(sep) if matches!(sep.kind(), "." | "::") => i
-                .checked_sub(2)
-                .map(|j| node_text(tokens[before_type_arguments(&tokens, j)], src)),
+            Some(sep) if matches!(sep.kind(), "." | "::") => {
+                i.checked_sub(2).map(|end| chain_text(&tokens, end, src))
+            }
             _ => None,
         };
         out.push(reference(
@@ -163,6 +163,35 @@ fn macro_calls(node: Node<'_>, src: &str, out: &mut Vec<Reference>) {
             receiver,
         ));
     }
+}
+
+/// The text of the expression chain in `tokens` ending at `end`, as a receiver written
+/// outside a macro reads: `a.b(x).c` in `a.b(x).c.f(..)`, `Foo::<T>::new()`, `self.attrs`.
+fn chain_text<'s>(tokens: &[Node<'_>], end: usize, src: &'s str) -> &'s str {
+    let is_group =
+        |t: &Node<'_>| t.kind() == "token_tree" && node_text(*t, src).starts_with(['(', '[']);
+    let is_name = |t: &Node<'_>| matches!(t.kind(), "identifier" | "self" | "super" | "crate");
+    let mut start = end;
+    loop {
+        // The element ending at `start`: a name, a call or index (`f(x)`, `v[0]`), or a
+        // type's arguments (`Foo::<T>`).
+        if is_group(&tokens[start]) && start >= 1 && is_name(&tokens[start - 1]) {
+            start -= 1;
+        } else if tokens[start].kind() == ">" {
+            start = before_type_arguments(tokens, start);
+        }
+        let continues = start >= 2
+            && matches!(tokens[start - 1].kind(), "." | "::")
+            && (is_name(&tokens[start - 2])
+                || is_group(&tokens[start - 2])
+                || tokens[start - 2].kind() == ">");
+        if !continues {
+            break;
+        }
+        start -= 2;
+    }
+    src.get(tokens[start].start_byte()..tokens[end].end_byte())
+        .unwrap_or("")
 }
 
 /// The token naming a type whose arguments end at `at` (`Foo::<T>::new`: `Foo`), else `at`.

@@ -150,7 +150,7 @@ fn go_and_java_calls() {
 fn rust_calls_inside_macro_arguments_but_not_templates() {
     let found = refs(
         "rust",
-        "fn f(s: S) {\n    let x = tri!(s.open(path::join(a)));\n    assert_eq!(g(1), 2);\n    let t = quote! { Visitor::new(#x) };\n}\n",
+        "fn f(s: S) {\n    let x = tri!(s.open(path::join(a)));\n    assert_eq!(g(1), 2);\n    let t = quote! { Visitor::new(#x) };\n    tri!(Seen::<u8>::new().visit(self.attrs.skip(x)));\n}\n",
     );
     assert_eq!(
         calls(&found),
@@ -160,7 +160,12 @@ fn rust_calls_inside_macro_arguments_but_not_templates() {
             "path.join@2",
             "assert_eq!@3",
             "g@3",
-            "quote!@4"
+            "quote!@4",
+            // A receiver is the whole chain before the call, as outside a macro.
+            "tri!@5",
+            "Seen::<u8>.new@5",
+            "Seen::<u8>::new().visit@5",
+            "self.attrs.skip@5",
         ]
     );
 }
