@@ -328,12 +328,8 @@ mod tests {
             start_line: 1,
             end_line: 2,
             language: "python".into(),
-            symbol: None,
-            kind: None,
             score,
-            body: String::new(),
-            why: Vec::new(),
-            defines: Vec::new(),
+            ..LexicalHit::default()
         };
         // BM25: 1 far ahead of 2 and 3; the vectors put 3 first. RRF alone ties 1 and 3.
         let bm25 = [(1, 30.0), (2, 6.0), (3, 5.0)];

@@ -132,7 +132,7 @@ const MENTION_DEPTH: usize = 200;
 const MORE_LIKE_THIS_TERMS: usize = 40;
 
 /// A scored chunk.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct LexicalHit {
     /// LMDB chunk id.
     pub chunk_id: u64,

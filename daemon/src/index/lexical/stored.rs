@@ -80,17 +80,8 @@ impl Lexical {
         let Stored(values) = searcher.doc(address).map_err(|e| self.err(e))?;
         let f = &self.fields;
         let mut hit = LexicalHit {
-            chunk_id: 0,
-            path: String::new(),
-            start_line: 0,
-            end_line: 0,
-            language: String::new(),
-            symbol: None,
-            kind: None,
             score,
-            body: String::new(),
-            why: Vec::new(),
-            defines: Vec::new(),
+            ..LexicalHit::default()
         };
         for (field, value) in values {
             match value {
