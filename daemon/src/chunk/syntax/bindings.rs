@@ -93,11 +93,10 @@ fn type_name(language: &str, node: Node<'_>, src: &str) -> Option<String> {
 /// The type a value constructs: `Foo(...)`, `new Foo()`, `Foo::new()`, `Foo { .. }`,
 /// `&Foo{}`, `mod.Foo(...)`.
 fn constructed(language: &str, value: Node<'_>, src: &str) -> Option<String> {
-    let capital = capitalised;
     match value.kind() {
         "call" | "call_expression" | "new_expression" | "object_creation_expression" => {
             let (name, receiver) = callee_name(value, src)?;
-            if capital(name) {
+            if capitalised(name) {
                 return Some(name.to_string());
             }
             // `Foo::new()`, `Foo.create()`: the receiver names the type.
@@ -106,7 +105,7 @@ fn constructed(language: &str, value: Node<'_>, src: &str) -> Option<String> {
                 .rsplit([':', '.'])
                 .next()?
                 .to_string();
-            capital(&last).then_some(last)
+            capitalised(&last).then_some(last)
         }
         "struct_expression" | "composite_literal" => {
             let ty = value

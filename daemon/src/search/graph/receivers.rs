@@ -203,10 +203,7 @@ impl Resolver<'_> {
         let mut bases = Vec::new();
         for class in self.definitions(&ty)?.iter() {
             if CLASS_LIKE.contains(&class.kind.as_str())
-                && let Some(symbol) = self
-                    .symbols(&class.path)?
-                    .iter()
-                    .find(|s| s.qualified == class.qualified && s.start_line == class.lines.0)
+                && let Some(symbol) = class.record_in(&self.symbols(&class.path)?)
             {
                 bases.extend(self.bases(&class.path, symbol)?);
             }
@@ -366,12 +363,8 @@ impl Resolver<'_> {
             if !fits {
                 continue;
             }
-            let Some(symbol) = self
-                .symbols(&def.path)?
-                .iter()
-                .find(|s| s.qualified == def.qualified && s.start_line == def.lines.0)
-                .cloned()
-            else {
+            let symbols = self.symbols(&def.path)?;
+            let Some(symbol) = def.record_in(&symbols) else {
                 continue;
             };
             let ty = match rust::returned_in(&symbol.signature) {
@@ -408,11 +401,7 @@ impl Resolver<'_> {
         let Some(referenced) = class.name.strip_prefix('&') else {
             return Ok(None);
         };
-        let mut ty = referenced.trim_start();
-        if ty.starts_with('\'') {
-            ty = ty.split_once(' ').map_or("", |(_, t)| t);
-        }
-        let ty = ty.trim_start().strip_prefix("mut ").unwrap_or(ty).trim();
+        let ty = rust::referent(referenced).trim();
         let simple = !ty.is_empty() && ty.chars().all(|c| c.is_alphanumeric() || c == '_');
         Ok(simple.then(|| ty.to_string()))
     }
@@ -447,21 +436,7 @@ fn without_type_arguments(receiver: &str) -> String {
 /// A call's callee split from what stands before it: `a.b(x).f(y)` -> (`a.b(x)`, `.`),
 /// `f`; `Foo::new()` -> (`Foo`, `::`), `new`; `make()` -> no head, `make`.
 fn called(receiver: &str) -> Option<(Option<(&str, &str)>, &str)> {
-    let inner = receiver.strip_suffix(')')?;
-    let mut depth = 0usize;
-    let mut open = None;
-    for (at, c) in inner.char_indices().rev() {
-        match c {
-            ')' => depth += 1,
-            '(' if depth == 0 => {
-                open = Some(at);
-                break;
-            }
-            '(' => depth -= 1,
-            _ => {}
-        }
-    }
-    let callee = inner[..open?].trim_end();
+    let callee = before_arguments(receiver)?.trim_end();
     let name_at = callee
         .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
         .map_or(0, |at| at + 1);
@@ -484,20 +459,24 @@ fn called(receiver: &str) -> Option<(Option<(&str, &str)>, &str)> {
 
 /// The class a receiver constructs: `Foo(1)` and `new Foo(a, b)` -> `Foo`.
 fn constructor(receiver: &str) -> Option<&str> {
+    let callee = before_arguments(receiver)?.trim();
+    let callee = callee.strip_prefix("new ").unwrap_or(callee).trim();
+    let simple = !callee.is_empty()
+        && callee
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | ':'));
+    simple.then_some(callee)
+}
+
+/// What a call ending `receiver` calls: the text before its last argument list
+/// (`a.f(x)(y)` -> `a.f(x)`); none when `receiver` is no call.
+fn before_arguments(receiver: &str) -> Option<&str> {
     let inner = receiver.strip_suffix(')')?;
     let mut depth = 0usize;
     for (at, c) in inner.char_indices().rev() {
         match c {
             ')' => depth += 1,
-            '(' if depth == 0 => {
-                let callee = inner[..at].trim();
-                let callee = callee.strip_prefix("new ").unwrap_or(callee).trim();
-                let simple = !callee.is_empty()
-                    && callee
-                        .chars()
-                        .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | ':'));
-                return simple.then_some(callee);
-            }
+            '(' if depth == 0 => return Some(&inner[..at]),
             '(' => depth -= 1,
             _ => {}
         }

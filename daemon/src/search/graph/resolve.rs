@@ -58,6 +58,13 @@ impl Def {
             lines: (symbol.start_line, symbol.end_line),
         }
     }
+
+    /// This definition's own record among its file's `symbols`.
+    pub fn record_in<'s>(&self, symbols: &'s [SymbolRecord]) -> Option<&'s SymbolRecord> {
+        symbols
+            .iter()
+            .find(|s| s.qualified == self.qualified && s.start_line == self.lines.0)
+    }
 }
 
 /// Definitions shared between resolutions, links and the per-request caches.
@@ -209,10 +216,7 @@ impl<'v> Resolver<'v> {
 
     fn find_owner(&self, def: &Def) -> Result<Option<SymbolRecord>, IndexError> {
         let symbols = self.symbols(&def.path)?;
-        let Some(me) = symbols
-            .iter()
-            .find(|s| s.qualified == def.qualified && s.start_line == def.lines.0)
-        else {
+        let Some(me) = def.record_in(&symbols) else {
             return Ok(None);
         };
         let Some(parent) = &me.parent else {
@@ -422,10 +426,7 @@ impl<'v> Resolver<'v> {
         let symbols = self.symbols(path)?;
         let in_scope = |def: &&Def| {
             def.path == path && {
-                let parent = symbols
-                    .iter()
-                    .find(|s| s.qualified == def.qualified && s.start_line == def.lines.0)
-                    .and_then(|s| s.parent.clone());
+                let parent = def.record_in(&symbols).and_then(|s| s.parent.clone());
                 parent.is_none_or(|p| {
                     symbols
                         .iter()

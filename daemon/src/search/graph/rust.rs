@@ -141,11 +141,7 @@ pub(super) fn returned_in(signature: &str) -> Option<String> {
         }
     }
     let rest = signature[close? + 1..].trim_start().strip_prefix("->")?;
-    let mut ty = rest.trim_start().trim_start_matches('&').trim_start();
-    if ty.starts_with('\'') {
-        ty = ty.split_once(' ').map_or("", |(_, t)| t);
-    }
-    let ty = ty.strip_prefix("mut ").unwrap_or(ty);
+    let ty = referent(rest.trim_start().trim_start_matches('&'));
     let path: &str = ty
         .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
         .next()
@@ -156,4 +152,14 @@ pub(super) fn returned_in(signature: &str) -> Option<String> {
         "Result" | "Option" | "Box" | "Vec" | "Rc" | "Arc" | "Cow"
     );
     (name.chars().next().is_some_and(char::is_uppercase) && !wrapper).then(|| name.to_string())
+}
+
+/// The type a reference refers to, written after its `&`: without its lifetime and `mut`
+/// (`'a mut Foo<T>`: `Foo<T>`).
+pub(super) fn referent(after_ampersand: &str) -> &str {
+    let mut ty = after_ampersand.trim_start();
+    if ty.starts_with('\'') {
+        ty = ty.split_once(' ').map_or("", |(_, t)| t).trim_start();
+    }
+    ty.strip_prefix("mut ").unwrap_or(ty)
 }
