@@ -106,6 +106,20 @@ fn definitions_are_read_from_text_where_there_are_no_symbols() {
         "telescopeglobalstate"
     ));
     assert!(!defines("local picker = pickers.new()", "pick"));
+    // A path at a line's start calls what it names.
+    assert!(!defines(
+        "        Deserialize::deserialize(deserializer).map(Wrapping)",
+        "deserialize"
+    ));
+    assert!(defines(
+        "withDisplay ::\n  (Display -> X a) -> X a",
+        "withdisplay"
+    ));
+    // An indented assignment changes a local: `args = args[1:]` in a function's body.
+    assert!(!defines(
+        "func strip(args []string) {\n\targs = args[1:]\n}",
+        "args"
+    ));
 }
 
 #[test]

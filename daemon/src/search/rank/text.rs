@@ -44,9 +44,10 @@ const LOCAL_KEYWORDS: &[&str] = &["var", "let", "const", "local", "val"];
 
 /// Whether `body` defines `name` (lowercase) by its text: a definition keyword right before
 /// it (`local function pick`, `data StackSet`, `pub const Parser`, `function M.pick`), or a
-/// line starting with it followed by `=`, `::` or `:` (`withDisplay ::`,
-/// `TelescopeGlobalState = {}`, `res.send = function`). Not a local variable (an indented
-/// `var view`) nor an import (`const send = require('send')`). The fallback for languages
+/// line starting with it followed by `=` (unindented), `::` as a signature or `:`
+/// (`withDisplay ::`, `TelescopeGlobalState = {}`, `res.send = function`). Not a local
+/// variable (an indented `var view` or `args = args[1:]`), a path (`Deserialize::new(d)`) nor
+/// an import (`const send = require('send')`). The fallback for languages
 /// without syntax chunking, and for definitions the syntax walk does not name.
 ///
 /// `lower` is the body lowercased (once per chunk, for every name asked about), `name` a
@@ -86,9 +87,14 @@ pub(super) fn defines_in_text(lower: &str, name: &str) -> bool {
                 !indented && value.is_some_and(|v| MEMBER_VALUES.iter().any(|m| v.starts_with(m)))
             }
             None => {
-                after.starts_with("::")
-                    || assigned
-                    || (after.starts_with(':') && !after.starts_with(":="))
+                // A signature (`withDisplay :: X a`), not a path (`Deserialize::deserialize(d)`).
+                match after.strip_prefix("::") {
+                    Some(rest) => rest.is_empty() || rest.starts_with(char::is_whitespace),
+                    None => {
+                        (assigned && !indented)
+                            || (after.starts_with(':') && !after.starts_with(":="))
+                    }
+                }
             }
         }
     })
