@@ -10,6 +10,7 @@
 mod bindings;
 mod builder;
 mod components;
+mod kinds;
 mod languages;
 mod naming;
 pub mod refs;

@@ -13,6 +13,7 @@ use tree_sitter::Node;
 pub use super::bindings::Binding;
 use super::bindings::bindings;
 use super::builder::node_text;
+use super::kinds::{self, Visit};
 
 /// What a reference does with the name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -69,21 +70,6 @@ pub const MAX_RECEIVER_BYTES: usize = 80;
 /// References kept per file at most (a generated file of a million calls is not a graph).
 const MAX_REFS: usize = 50_000;
 
-/// Nodes that call what their function part names.
-const CALLS: &[&str] = &[
-    "call",
-    "call_expression",
-    "method_invocation",
-    "invocation_expression",
-    "function_call_expression",
-    "member_call_expression",
-    "scoped_call_expression",
-    "method_call_expression",
-    "new_expression",
-    "object_creation_expression",
-    "macro_invocation",
-];
-
 /// Fields of a call node that hold what is called, tried in order.
 const CALLEE_FIELDS: &[&str] = &["function", "constructor", "macro", "type"];
 /// Fields of a call node that hold the called name itself when the receiver is apart
@@ -102,30 +88,35 @@ fn is_identifier(kind: &str) -> bool {
 /// Everything `root` (parsed as `language`) refers to.
 pub fn extract(language: &str, root: Node<'_>, src: &str) -> FileRefs {
     let mut out = FileRefs::default();
+    let table = kinds::visits(language, root);
     let mut cursor = root.walk();
     let mut stack = vec![root];
     while let Some(node) = stack.pop() {
         if out.refs.len() >= MAX_REFS {
             break;
         }
-        let kind = node.kind();
-        if CALLS.contains(&kind) {
-            if let Some((name, receiver)) = callee(node, src) {
-                let ref_kind = if kind == "macro_invocation" {
-                    RefKind::Macro
-                } else {
-                    RefKind::Call
-                };
-                out.refs.push(reference(name, node, ref_kind, receiver));
+        match kinds::visit(&table, node) {
+            Visit::Call => {
+                if let Some((name, receiver)) = callee(node, src) {
+                    let ref_kind = if node.kind() == "macro_invocation" {
+                        RefKind::Macro
+                    } else {
+                        RefKind::Call
+                    };
+                    out.refs.push(reference(name, node, ref_kind, receiver));
+                }
             }
-        } else if kind == "token_tree" && language == "rust" {
-            if !in_template(node, src) {
-                macro_calls(node, src, &mut out.refs);
+            Visit::Tokens if language == "rust" => {
+                if !in_template(node, src) {
+                    macro_calls(node, src, &mut out.refs);
+                }
             }
-        } else {
-            imports(language, node, src, &mut out.imports);
-            inherits(language, node, src, &mut out.refs);
-            bindings(language, node, src, &mut out.bindings);
+            Visit::Declaration => {
+                imports(language, node, src, &mut out.imports);
+                inherits(language, node, src, &mut out.refs);
+                bindings(language, node, src, &mut out.bindings);
+            }
+            Visit::Tokens | Visit::Pass => {}
         }
         // Children in reverse, so nodes pop in source order.
         let start = stack.len();
