@@ -88,7 +88,7 @@ fn is_identifier(kind: &str) -> bool {
 /// Everything `root` (parsed as `language`) refers to.
 pub fn extract(language: &str, root: Node<'_>, src: &str) -> FileRefs {
     let mut out = FileRefs::default();
-    let table = kinds::visits(language, root);
+    let table = kinds::visits(language, &root.language());
     let mut cursor = root.walk();
     let mut stack = vec![root];
     while let Some(node) = stack.pop() {
