@@ -6,7 +6,8 @@
 use tree_sitter::Node;
 
 use super::builder::node_text;
-use super::refs::callee_name;
+use super::kinds::Grammar;
+use super::refs::callee;
 
 /// A name and the type it was declared with (or constructed as).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,10 +93,10 @@ fn type_name(language: &str, node: Node<'_>, src: &str) -> Option<String> {
 
 /// The type a value constructs: `Foo(...)`, `new Foo()`, `Foo::new()`, `Foo { .. }`,
 /// `&Foo{}`, `mod.Foo(...)`.
-fn constructed(language: &str, value: Node<'_>, src: &str) -> Option<String> {
+fn constructed(g: &Grammar, language: &str, value: Node<'_>, src: &str) -> Option<String> {
     match value.kind() {
         "call" | "call_expression" | "new_expression" | "object_creation_expression" => {
-            let (name, receiver) = callee_name(value, src)?;
+            let (name, receiver) = callee(g, value, src)?;
             if capitalised(name) {
                 return Some(name.to_string());
             }
@@ -108,13 +109,11 @@ fn constructed(language: &str, value: Node<'_>, src: &str) -> Option<String> {
             capitalised(&last).then_some(last)
         }
         "struct_expression" | "composite_literal" => {
-            let ty = value
-                .child_by_field_name("name")
-                .or_else(|| value.child_by_field_name("type"))?;
+            let ty = g.field(value, "name").or_else(|| g.field(value, "type"))?;
             type_name(language, ty, src)
         }
         "unary_expression" | "await" | "await_expression" | "parenthesized_expression" => {
-            constructed(language, value.named_child(0)?, src)
+            constructed(g, language, value.named_child(0)?, src)
         }
         _ => None,
     }
@@ -130,7 +129,7 @@ fn receiver_name(node: Node<'_>, src: &str) -> Option<String> {
 }
 
 /// The bindings declared at `node`, if it declares any.
-pub fn bindings(language: &str, node: Node<'_>, src: &str, out: &mut Vec<Binding>) {
+pub fn bindings(g: &Grammar, language: &str, node: Node<'_>, src: &str, out: &mut Vec<Binding>) {
     let line = node.start_position().row as u32 + 1;
     let mut push = |name: Option<String>, type_name: Option<String>| {
         if let (Some(name), Some(type_name)) = (name, type_name) {
@@ -141,13 +140,13 @@ pub fn bindings(language: &str, node: Node<'_>, src: &str, out: &mut Vec<Binding
             });
         }
     };
-    let field = |name: &str| node.child_by_field_name(name);
+    let field = |name: &'static str| g.field(node, name);
     match node.kind() {
         // Python `x: Foo = ...`, `self.x = Foo()`; JS/TS `this.x = new Foo()`.
         "assignment" | "assignment_expression" => {
             let Some(left) = field("left") else { return };
             let declared = field("type").and_then(|t| type_name(language, t, src));
-            let made = field("right").and_then(|v| constructed(language, v, src));
+            let made = field("right").and_then(|v| constructed(g, language, v, src));
             // `self.x = x`: the type of another name, looked up where it is used.
             let copied = field("right")
                 .filter(|v| v.kind() == "identifier")
@@ -163,7 +162,7 @@ pub fn bindings(language: &str, node: Node<'_>, src: &str, out: &mut Vec<Binding
         // JS/TS `const x: Foo = ...`, `let x = new Foo()`.
         "variable_declarator" => {
             let declared = field("type").and_then(|t| type_name(language, t, src));
-            let made = field("value").and_then(|v| constructed(language, v, src));
+            let made = field("value").and_then(|v| constructed(g, language, v, src));
             push(
                 field("name").and_then(|n| receiver_name(n, src)),
                 declared.or(made),
@@ -188,7 +187,7 @@ pub fn bindings(language: &str, node: Node<'_>, src: &str, out: &mut Vec<Binding
         "let_declaration" | "parameter" => {
             let name = field("pattern").and_then(|n| receiver_name(n, src));
             let declared = field("type").and_then(|t| type_name(language, t, src));
-            let made = field("value").and_then(|v| constructed(language, v, src));
+            let made = field("value").and_then(|v| constructed(g, language, v, src));
             let untyped = (node.kind() == "let_declaration").then(String::new);
             push(name, declared.or(made).or(untyped));
         }
@@ -198,7 +197,10 @@ pub fn bindings(language: &str, node: Node<'_>, src: &str, out: &mut Vec<Binding
                 return;
             };
             if let (Some(name), Some(value)) = (left.named_child(0), right.named_child(0)) {
-                push(receiver_name(name, src), constructed(language, value, src));
+                push(
+                    receiver_name(name, src),
+                    constructed(g, language, value, src),
+                );
             }
         }
         "parameter_declaration" | "var_spec" => {
@@ -222,9 +224,7 @@ pub fn bindings(language: &str, node: Node<'_>, src: &str, out: &mut Vec<Binding
                 .children_by_field_name("declarator", &mut cursor)
                 .collect();
             for d in declarators {
-                let name = d
-                    .child_by_field_name("name")
-                    .and_then(|n| receiver_name(n, src));
+                let name = g.field(d, "name").and_then(|n| receiver_name(n, src));
                 if node.kind() == "field_declaration"
                     && let (Some(name), Some(ty)) = (&name, &ty)
                 {

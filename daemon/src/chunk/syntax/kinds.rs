@@ -1,11 +1,15 @@
 //! What the references' walk ([`super::refs::extract`]) does at each kind of node, looked up
 //! by kind id: a node's kind as a string costs a C-string length and a UTF-8 check per call,
-//! and the walk asks it of every named node of every file.
+//! and the walk asks it of every named node of every file. Fields by id likewise: a field
+//! asked by name is looked for among every field name of the grammar, each compared in turn
+//! (13% of the walk on sympy).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::num::NonZeroU16;
 use std::rc::Rc;
 
+use rustc_hash::FxHashMap;
 use tree_sitter::{Language, Node};
 
 /// Nodes that call what their function part names.
@@ -88,17 +92,47 @@ impl Visit {
     }
 }
 
-/// Each kind id's [`Visit`] in `grammar`, that of `language` (one grammar per language
-/// name), made once per thread and language.
-pub fn visits(language: &str, grammar: &Language) -> Rc<[Visit]> {
+/// What the walk reads of one grammar: each kind id's [`Visit`], and the ids of the fields it
+/// asks nodes for (`Node::child_by_field_name` compares the name against every field name
+/// of the grammar in turn, and the walk asks a few per call it reads).
+pub struct Grammar {
+    visits: Box<[Visit]>,
+    language: Language,
+    fields: RefCell<FxHashMap<&'static str, Option<NonZeroU16>>>,
+}
+
+impl Grammar {
+    /// `node`'s [`Visit`] (an id past the table, which a grammar never makes: by name).
+    pub fn visit(&self, node: Node<'_>) -> Visit {
+        self.visits
+            .get(usize::from(node.kind_id()))
+            .copied()
+            .unwrap_or_else(|| Visit::of(node.kind()))
+    }
+
+    /// `node`'s child in field `name`, as `Node::child_by_field_name` finds it. `node` must
+    /// be of this grammar.
+    pub fn field<'t>(&self, node: Node<'t>, name: &'static str) -> Option<Node<'t>> {
+        let id = *self
+            .fields
+            .borrow_mut()
+            .entry(name)
+            .or_insert_with(|| self.language.field_id_for_name(name));
+        node.child_by_field_id(id?.get())
+    }
+}
+
+/// The [`Grammar`] of `language` (one grammar per language name), made once per thread and
+/// language.
+pub fn grammar(language: &str, grammar: &Language) -> Rc<Grammar> {
     thread_local! {
-        static TABLES: RefCell<HashMap<String, Rc<[Visit]>>> = RefCell::new(HashMap::new());
+        static TABLES: RefCell<HashMap<String, Rc<Grammar>>> = RefCell::new(HashMap::new());
     }
     TABLES.with(|tables| {
         if let Some(table) = tables.borrow().get(language) {
             return table.clone();
         }
-        let table: Rc<[Visit]> = (0..grammar.node_kind_count())
+        let visits: Box<[Visit]> = (0..grammar.node_kind_count())
             .map(|id| {
                 u16::try_from(id)
                     .ok()
@@ -106,19 +140,16 @@ pub fn visits(language: &str, grammar: &Language) -> Rc<[Visit]> {
                     .map_or(Visit::Pass, Visit::of)
             })
             .collect();
+        let table = Rc::new(Grammar {
+            visits,
+            language: grammar.clone(),
+            fields: RefCell::default(),
+        });
         tables
             .borrow_mut()
             .insert(language.to_string(), table.clone());
         table
     })
-}
-
-/// `node`'s [`Visit`] in `table` (an id past the table, which a grammar never makes: by name).
-pub fn visit(table: &[Visit], node: Node<'_>) -> Visit {
-    table
-        .get(usize::from(node.kind_id()))
-        .copied()
-        .unwrap_or_else(|| Visit::of(node.kind()))
 }
 
 #[cfg(test)]
@@ -131,9 +162,14 @@ mod tests {
         let mut seen: Vec<String> = Vec::new();
         for spec in languages::all() {
             let grammar = (spec.language)();
-            let table = visits(spec.name, &grammar);
-            assert_eq!(table.len(), grammar.node_kind_count(), "{}", spec.name);
-            for (id, visit) in table.iter().enumerate() {
+            let table = super::grammar(spec.name, &grammar);
+            assert_eq!(
+                table.visits.len(),
+                grammar.node_kind_count(),
+                "{}",
+                spec.name
+            );
+            for (id, visit) in table.visits.iter().enumerate() {
                 let name = grammar.node_kind_for_id(id as u16).unwrap_or_default();
                 assert_eq!(*visit, Visit::of(name), "{} {name}", spec.name);
                 seen.push(name.to_string());
@@ -145,5 +181,72 @@ mod tests {
         assert_eq!(Visit::of("call"), Visit::Call);
         assert_eq!(Visit::of("import_from_statement"), Visit::Declaration);
         assert_eq!(Visit::of("identifier"), Visit::Pass);
+    }
+
+    #[test]
+    fn fields_by_id_find_what_fields_by_name_find() {
+        let sources = [
+            (
+                "python",
+                "class A(B):\n    x: int = f(1)\n    def g(self, y: C):\n        self.z = D.e(y)\n",
+            ),
+            (
+                "rust",
+                "impl T for S { fn f(&self, x: Foo) { let y: Bar = Baz::new(); y.g(x); m!(a.b()); } }",
+            ),
+            (
+                "typescript",
+                "class A extends B { constructor(private x: C) { super(); this.y = new D(); x.f(); } }",
+            ),
+            ("go", "func (s *S) F(x *T) { y := &U{}; y.G(x) }"),
+        ];
+        let names = [
+            "name",
+            "function",
+            "type",
+            "object",
+            "left",
+            "right",
+            "value",
+            "pattern",
+            "declarator",
+            "method",
+            "receiver",
+            "scope",
+            "property",
+            "attribute",
+            "field",
+            "constructor",
+            "macro",
+            "arguments",
+            "body",
+            "no_such_field",
+        ];
+        for (language, source) in sources {
+            let spec = languages::spec(language).expect("a language");
+            let mut parser = tree_sitter::Parser::new();
+            parser.set_language(&(spec.language)()).expect("grammar");
+            let tree = parser.parse(source, None).expect("a tree");
+            let grammar = super::grammar(language, &tree.root_node().language());
+            let mut stack = vec![tree.root_node()];
+            let mut compared = 0;
+            while let Some(node) = stack.pop() {
+                for name in names {
+                    // Twice: the second answer comes from the cache.
+                    for _ in 0..2 {
+                        assert_eq!(
+                            grammar.field(node, name),
+                            node.child_by_field_name(name),
+                            "{language}: {} . {name}",
+                            node.kind()
+                        );
+                    }
+                    compared += usize::from(node.child_by_field_name(name).is_some());
+                }
+                let mut cursor = node.walk();
+                stack.extend(node.children(&mut cursor));
+            }
+            assert!(compared > 5, "{language}: only {compared} fields found");
+        }
     }
 }

@@ -13,7 +13,7 @@ use tree_sitter::Node;
 pub use super::bindings::Binding;
 use super::bindings::bindings;
 use super::builder::node_text;
-use super::kinds::{self, Visit};
+use super::kinds::{self, Grammar, Visit};
 
 /// What a reference does with the name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -88,40 +88,48 @@ fn is_identifier(kind: &str) -> bool {
 /// Everything `root` (parsed as `language`) refers to.
 pub fn extract(language: &str, root: Node<'_>, src: &str) -> FileRefs {
     let mut out = FileRefs::default();
-    let table = kinds::visits(language, &root.language());
+    let grammar = kinds::grammar(language, &root.language());
+    // One cursor, depth first in source order: each node is reached by one step from its
+    // parent or its previous sibling, with no stack of nodes and no cursor reset per node.
     let mut cursor = root.walk();
-    let mut stack = vec![root];
-    while let Some(node) = stack.pop() {
+    'walk: loop {
+        let node = cursor.node();
         if out.refs.len() >= MAX_REFS {
             break;
         }
-        match kinds::visit(&table, node) {
-            Visit::Call => {
-                if let Some((name, receiver)) = callee(node, src) {
-                    let ref_kind = if node.kind() == "macro_invocation" {
-                        RefKind::Macro
-                    } else {
-                        RefKind::Call
-                    };
-                    out.refs.push(reference(name, node, ref_kind, receiver));
+        if node.is_named() {
+            match grammar.visit(node) {
+                Visit::Call => {
+                    if let Some((name, receiver)) = callee(&grammar, node, src) {
+                        let ref_kind = if node.kind() == "macro_invocation" {
+                            RefKind::Macro
+                        } else {
+                            RefKind::Call
+                        };
+                        out.refs.push(reference(name, node, ref_kind, receiver));
+                    }
                 }
-            }
-            Visit::Tokens if language == "rust" => {
-                if !in_template(node, src) {
-                    macro_calls(node, src, &mut out.refs);
+                Visit::Tokens if language == "rust" => {
+                    if !in_template(node, src) {
+                        macro_calls(node, src, &mut out.refs);
+                    }
                 }
+                Visit::Declaration => {
+                    imports(language, node, src, &mut out.imports);
+                    inherits(&grammar, language, node, src, &mut out.refs);
+                    bindings(&grammar, language, node, src, &mut out.bindings);
+                }
+                Visit::Tokens | Visit::Pass => {}
             }
-            Visit::Declaration => {
-                imports(language, node, src, &mut out.imports);
-                inherits(language, node, src, &mut out.refs);
-                bindings(language, node, src, &mut out.bindings);
+            if cursor.goto_first_child() {
+                continue;
             }
-            Visit::Tokens | Visit::Pass => {}
         }
-        // Children in reverse, so nodes pop in source order.
-        let start = stack.len();
-        stack.extend(node.named_children(&mut cursor));
-        stack[start..].reverse();
+        while !cursor.goto_next_sibling() {
+            if !cursor.goto_parent() {
+                break 'walk;
+            }
+        }
     }
     out
 }
@@ -253,32 +261,37 @@ fn cut_receiver(receiver: &str) -> String {
 }
 
 /// The called name and the receiver written before it.
-pub(super) fn callee_name<'s>(call: Node<'_>, src: &'s str) -> Option<(&'s str, Option<&'s str>)> {
-    callee(call, src)
-}
-
-fn callee<'s>(call: Node<'_>, src: &'s str) -> Option<(&'s str, Option<&'s str>)> {
+pub(super) fn callee<'s>(
+    g: &Grammar,
+    call: Node<'_>,
+    src: &'s str,
+) -> Option<(&'s str, Option<&'s str>)> {
     for field in NAME_FIELDS {
-        if let Some(name) = call.child_by_field_name(field)
+        if let Some(name) = g.field(call, field)
             && is_identifier(name.kind())
-            && call.child_by_field_name("function").is_none()
+            && g.field(call, "function").is_none()
         {
             let receiver = RECEIVER_FIELDS
                 .iter()
-                .find_map(|f| call.child_by_field_name(f))
+                .find_map(|f| g.field(call, f))
                 .map(|r| node_text(r, src));
             return Some((node_text(name, src), receiver));
         }
     }
     let function = CALLEE_FIELDS
         .iter()
-        .find_map(|f| call.child_by_field_name(f))
+        .find_map(|f| g.field(call, f))
         .or_else(|| call.named_child(0))?;
-    named(function, src, 0)
+    named(g, function, src, 0)
 }
 
 /// The last identifier of an expression naming something, and the text before it.
-fn named<'s>(node: Node<'_>, src: &'s str, depth: usize) -> Option<(&'s str, Option<&'s str>)> {
+fn named<'s>(
+    g: &Grammar,
+    node: Node<'_>,
+    src: &'s str,
+    depth: usize,
+) -> Option<(&'s str, Option<&'s str>)> {
     if depth > 4 {
         return None;
     }
@@ -287,22 +300,22 @@ fn named<'s>(node: Node<'_>, src: &'s str, depth: usize) -> Option<(&'s str, Opt
         return Some((node_text(node, src), None));
     }
     if kind.starts_with("generic") {
-        let inner = node
-            .child_by_field_name("function")
-            .or_else(|| node.child_by_field_name("type"))
+        let inner = g
+            .field(node, "function")
+            .or_else(|| g.field(node, "type"))
             .or_else(|| node.named_child(0))?;
-        return named(inner, src, depth + 1);
+        return named(g, inner, src, depth + 1);
     }
     let member = MEMBER_FIELDS
         .iter()
-        .find_map(|f| node.child_by_field_name(f))
+        .find_map(|f| g.field(node, f))
         .or_else(|| {
             // Kotlin's `navigation_expression`, Swift's: the last named child.
             let count = node.named_child_count();
             let last = node.named_child(u32::try_from(count.checked_sub(1)?).ok()?)?;
             (count > 1).then_some(last)
         })?;
-    let (name, _) = named(member, src, depth + 1)?;
+    let (name, _) = named(g, member, src, depth + 1)?;
     let before = src.get(node.start_byte()..member.start_byte())?;
     Some((name, Some(before)))
 }
@@ -515,7 +528,7 @@ fn rust_use(
 }
 
 /// Base classes, extended interfaces and implemented traits named at `node`.
-fn inherits(language: &str, node: Node<'_>, src: &str, out: &mut Vec<Reference>) {
+fn inherits(g: &Grammar, language: &str, node: Node<'_>, src: &str, out: &mut Vec<Reference>) {
     let bases: Vec<Node<'_>> = match (language, node.kind()) {
         ("python", "class_definition") => node
             .child_by_field_name("superclasses")
@@ -551,7 +564,7 @@ fn inherits(language: &str, node: Node<'_>, src: &str, out: &mut Vec<Reference>)
             if name.kind().starts_with("keyword") || name.kind().ends_with("arguments") {
                 continue;
             }
-            if let Some((name, receiver)) = named(name, src, 0) {
+            if let Some((name, receiver)) = named(g, name, src, 0) {
                 out.push(reference(name, node, RefKind::Inherit, receiver));
             }
         }
