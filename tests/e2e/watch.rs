@@ -255,3 +255,74 @@ fn idle_projects_are_unloaded_and_come_back_on_next_use() {
     write_file(&root, "a.py", "def a():\n    return 'backtoken'\n");
     eventually(&mut shim, &env, "backtoken", &["a.py"]);
 }
+
+/// Per thread of process `pid`: its name and how often it has been switched out
+/// (voluntarily: it slept or waited; or not).
+#[cfg(target_os = "linux")]
+fn thread_switches(pid: i32) -> std::collections::HashMap<String, (String, u64)> {
+    let mut out = std::collections::HashMap::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).expect("the daemon's threads") {
+        let task = task.unwrap().path();
+        let name = std::fs::read_to_string(task.join("comm")).unwrap_or_default();
+        let status = std::fs::read_to_string(task.join("status")).unwrap_or_default();
+        let switches: u64 = status
+            .lines()
+            .filter(|l| l.contains("ctxt_switches:"))
+            .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            .sum();
+        let id = task.file_name().unwrap().to_string_lossy().to_string();
+        out.insert(id, (name.trim().to_string(), switches));
+    }
+    out
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn an_idle_watched_project_wakes_no_thread() {
+    let env = TestEnv::new();
+    let root = env.project(
+        "proj",
+        &[
+            ("src/a.py", "def alpha():\n    return 'quiettoken'\n"),
+            ("src/b.py", "def beta():\n    return 2\n"),
+        ],
+    );
+    let mut daemon = env.start_daemon_with(&[("AMANMCP_EMBEDDER", "off")]);
+    let pid = env.daemon_pid().expect("a daemon");
+    let ran = env.amanctl_on(&root, &["index"]);
+    assert!(ran.ok(), "{}", ran.text());
+    env.wait_ready();
+    // Settled: the pass's commits and the watches are done.
+    std::thread::sleep(Duration::from_secs(2));
+    let before = thread_switches(pid);
+    assert!(
+        before.values().any(|(name, _)| name == "amanmcp-watch"),
+        "the project is watched by events: {:?}",
+        before.values().map(|(n, _)| n).collect::<Vec<_>>()
+    );
+    let window = Duration::from_secs(3);
+    std::thread::sleep(window);
+    let after = thread_switches(pid);
+    let woke: Vec<(String, u64)> = after
+        .iter()
+        .filter_map(|(id, (name, n))| {
+            let was = before.get(id).map_or(0, |(_, n)| *n);
+            (n > &was).then(|| (name.clone(), n - was))
+        })
+        .collect();
+    let total: u64 = woke.iter().map(|(_, n)| n).sum();
+    // A timer or a poll loop wakes tens to hundreds of times a second (a polling
+    // debouncer: 200); nothing happening here should wake more than a handful of times.
+    assert!(
+        total < 30,
+        "an idle daemon's threads woke {total} times in {window:?}: {woke:?}"
+    );
+    // And still sees an edit.
+    write_file(&root, "src/b.py", "def beta():\n    return 'awaketoken'\n");
+    env.wait_for(Duration::from_secs(20), "the edit to be indexed", || {
+        let ran = env.amanctl_on(&root, &["search", "awaketoken", "--json"]);
+        ran.ok() && ran.text().contains("src/b.py")
+    });
+    env.stop_daemon();
+    let _ = daemon.wait();
+}
