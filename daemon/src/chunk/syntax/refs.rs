@@ -530,8 +530,8 @@ fn rust_use(
 /// Base classes, extended interfaces and implemented traits named at `node`.
 fn inherits(g: &Grammar, language: &str, node: Node<'_>, src: &str, out: &mut Vec<Reference>) {
     let bases: Vec<Node<'_>> = match (language, node.kind()) {
-        ("python", "class_definition") => node
-            .child_by_field_name("superclasses")
+        ("python", "class_definition") => g
+            .field(node, "superclasses")
             .map(|list| {
                 let mut cursor = list.walk();
                 list.named_children(&mut cursor).collect()
@@ -548,7 +548,7 @@ fn inherits(g: &Grammar, language: &str, node: Node<'_>, src: &str, out: &mut Ve
             let mut cursor = node.walk();
             node.named_children(&mut cursor).collect()
         }
-        ("rust", "impl_item") => node.child_by_field_name("trait").into_iter().collect(),
+        ("rust", "impl_item") => g.field(node, "trait").into_iter().collect(),
         _ => return,
     };
     for base in bases {
