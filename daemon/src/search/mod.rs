@@ -5,6 +5,7 @@
 //! [`similar`] does the same from a reference instead of a query; [`lookup`] serves code by
 //! path or symbol; [`usages`] lists where a name is defined and used.
 
+mod beside;
 pub mod fusion;
 pub mod graph;
 pub mod label;
@@ -212,21 +213,16 @@ impl Searcher<'_> {
             _ => params.query.as_str(),
         };
         let meaning = query::without_words(meaning, &own_language);
-        // The query's embedding and nearest neighbours (the slower half) run on a second
+        // The query's embedding and nearest neighbours (the slower half) run on a query
         // thread while this one searches BM25.
-        let (semantic, lexical) = std::thread::scope(|scope| {
-            let semantic = scope.spawn(|| {
-                self.semantic_ranking(|embedding| embedding.embed_query(&meaning), depth, &filters)
-            });
-            let lexical = match params.mode {
+        let (semantic, lexical) = beside::run(
+            || self.semantic_ranking(|embedding| embedding.embed_query(&meaning), depth, &filters),
+            || Err("the vector search failed".into()),
+            || match params.mode {
                 SearchMode::Semantic => Ok((Vec::new(), 0)),
                 _ => self.index.lexical.search(&lexical_query(0, depth)),
-            };
-            let semantic = semantic
-                .join()
-                .unwrap_or_else(|_| Err("the vector search failed".into()));
-            (semantic, lexical)
-        });
+            },
+        );
         let (ranking, complete) = match semantic {
             Ok(found) => found,
             Err(reason) => {
