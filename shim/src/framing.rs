@@ -21,11 +21,11 @@ where
 
     let writer = tokio::spawn(async move {
         let mut output = output;
-        while let Some(line) = out_rx.recv().await {
-            if output.write_all(line.as_bytes()).await.is_err()
-                || output.write_all(b"\n").await.is_err()
-                || output.flush().await.is_err()
-            {
+        while let Some(mut line) = out_rx.recv().await {
+            // One write per message: stdout's writes go through a blocking thread each, and
+            // the client reads nothing before the newline.
+            line.push('\n');
+            if output.write_all(line.as_bytes()).await.is_err() || output.flush().await.is_err() {
                 break;
             }
         }
