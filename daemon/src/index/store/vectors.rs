@@ -460,11 +460,24 @@ impl StoreTxn<'_> {
             let Some(dims) = vector_dims(store, wtxn)? else {
                 return Ok(());
             };
-            let mut deferred = Vec::new();
+            let mut removed = Vec::new();
             for item in store.vector_deletes.iter(wtxn)? {
-                deferred.extend(u32::try_from(item?.0).ok());
+                removed.extend(u32::try_from(item?.0).ok());
             }
             let mut ann = AnnWriter::new(wtxn, store.vectors, store.meta, dims)?;
+            // Vectors of removed chunks the recent graph holds (or none does) go now; only
+            // a large graph's wait. Counted as waiting, the recent graph's made every
+            // commit merge it into the open large graph and link that again: a file saved
+            // twice in a row (its first vectors still recent) cost ~200 ms of linking an
+            // 84,000-vector graph per save at 480,000 chunks.
+            let mut deferred = Vec::new();
+            for id in removed {
+                if ann.delete_now(wtxn, id)? {
+                    store.vector_deletes.delete(wtxn, &u64::from(id))?;
+                } else {
+                    deferred.push(id);
+                }
+            }
             for id in ann.build(wtxn, seed, added, &deferred)?.unwrap_or_default() {
                 store.vector_deletes.delete(wtxn, &u64::from(id))?;
             }

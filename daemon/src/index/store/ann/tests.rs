@@ -141,6 +141,25 @@ fn few_new_vectors_join_a_small_graph_many_the_main_one() {
 }
 
 #[test]
+fn a_saved_files_old_vectors_in_the_recent_graph_go_without_a_merge() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    add_file(&store, "a.rs", 0..4400);
+    add_file(&store, "b.rs", 4400..4500);
+    add_file(&store, "c.rs", 4500..4510);
+    assert_eq!(sizes(&store), (4400, 110));
+    // A lexical commit removes b.rs (saved again: its chunks are new) and flushes as the
+    // writer does, no vector commit first: b's vectors leave the recent graph, and the
+    // recent graph is not merged into the large one (which links all of it again).
+    let mut txn = store.write_txn().unwrap();
+    txn.remove_file("b.rs").unwrap();
+    txn.build_vectors(7).unwrap();
+    txn.commit(1 << 20).unwrap();
+    assert_eq!((sizes(&store), waiting(&store)), ((4400, 10), 0));
+    assert_eq!(nearest_to(&store, 4505), 4505);
+}
+
+#[test]
 fn removed_vectors_of_the_main_graph_wait_for_a_merge_unseen_by_searches() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
