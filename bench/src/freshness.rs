@@ -10,7 +10,10 @@ use tonic::transport::Channel;
 
 use crate::world::*;
 
-/// Poll `query` until a hit in `path` appears; returns the elapsed time since `since`.
+/// Poll `query` (a new word) until a hit in `path` holding it appears; returns the elapsed
+/// time since `since`. Lexical mode, and the hit must hold the word: in default mode the
+/// vectors of the markers saved before it (the same file, words of the same pieces) put the
+/// file in the top five before the new one was indexed.
 pub(crate) async fn until_found(
     client: &mut DaemonClient<Channel>,
     root: &str,
@@ -25,11 +28,16 @@ pub(crate) async fn until_found(
                 root: root.to_string(),
                 query: query.to_string(),
                 limit: 5,
+                mode: "lexical".into(),
                 ..Default::default()
             })
             .await?
             .into_inner();
-        if reply.results.iter().any(|h| h.path == path) {
+        if reply
+            .results
+            .iter()
+            .any(|h| h.path == path && h.snippet.contains(query))
+        {
             return Ok(since.elapsed().as_secs_f64() * 1e3);
         }
         if Instant::now() > deadline {
