@@ -6,7 +6,8 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::OnceLock;
 
-/// The threads the second leg of a query runs on: one per core (searches run on many
+/// The threads the second leg of a query runs on (`amanmcp-search-N`; the embedder's own
+/// pools are `amanmcp-query-N` and `amanmcp-embed-N`): one per core (searches run on many
 /// request threads, each hands over one leg), made on the first search.
 fn helpers() -> Option<&'static rayon::ThreadPool> {
     static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
@@ -14,7 +15,7 @@ fn helpers() -> Option<&'static rayon::ThreadPool> {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         rayon::ThreadPoolBuilder::new()
             .num_threads(cores)
-            .thread_name(|i| format!("amanmcp-query-{i}"))
+            .thread_name(|i| format!("amanmcp-search-{i}"))
             .build()
             .map_err(|e| tracing::warn!(error = %e, "no query threads; legs run in turn"))
             .ok()
@@ -22,7 +23,7 @@ fn helpers() -> Option<&'static rayon::ThreadPool> {
     .as_ref()
 }
 
-/// `beside()` on a query thread while `here()` runs on this one; both results. A panic in
+/// `beside()` on a search thread while `here()` runs on this one; both results. A panic in
 /// `beside` becomes `failed` (the caller answers without that leg), as a thread's join did.
 pub(super) fn run<A: Send, B>(
     beside: impl FnOnce() -> A + Send,
@@ -57,6 +58,6 @@ mod tests {
         let name = || std::thread::current().name().map(str::to_owned);
         let (first, _) = super::run(name, || None, || ());
         let first = first.expect("a named query thread");
-        assert!(first.starts_with("amanmcp-query-"), "{first}");
+        assert!(first.starts_with("amanmcp-search-"), "{first}");
     }
 }

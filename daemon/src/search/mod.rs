@@ -213,7 +213,7 @@ impl Searcher<'_> {
             _ => params.query.as_str(),
         };
         let meaning = query::without_words(meaning, &own_language);
-        // The query's embedding and nearest neighbours (the slower half) run on a query
+        // The query's embedding and nearest neighbours (the slower half) run on a search
         // thread while this one searches BM25.
         let (semantic, lexical) = beside::run(
             || self.semantic_ranking(|embedding| embedding.embed_query(&meaning), depth, &filters),
