@@ -320,6 +320,35 @@ impl Store {
 }
 
 impl Store {
+    /// Drop the vectors of removed chunks that cost nothing to drop now: the recent
+    /// graph's, and those no graph holds (every one while the project has no vectors,
+    /// `ann` `None`). Returns the ids a large graph holds, which wait for it to be linked
+    /// again ([`AnnWriter::build`]).
+    fn drop_removed_vectors(
+        &self,
+        wtxn: &mut RwTxn,
+        ann: Option<&AnnWriter>,
+    ) -> Result<Vec<u32>, Fail> {
+        let mut removed = Vec::new();
+        for item in self.vector_deletes.iter(wtxn)? {
+            removed.push(item?.0);
+        }
+        let mut waiting = Vec::new();
+        for id in removed {
+            let item = u32::try_from(id).ok();
+            let dropped = match (ann, item) {
+                (Some(ann), Some(item)) => ann.delete_now(wtxn, item)?,
+                _ => true,
+            };
+            if dropped {
+                self.vector_deletes.delete(wtxn, &id)?;
+            } else {
+                waiting.extend(item);
+            }
+        }
+        Ok(waiting)
+    }
+
     /// Add every vector the project has (those of chunks not waiting for one) to the
     /// graph: a project without one has outgrown exact search alone. Returns how many.
     fn graph_every_vector(&self, wtxn: &mut RwTxn, ann: &AnnWriter) -> Result<usize, Fail> {
@@ -380,23 +409,11 @@ impl StoreTxn<'_> {
         let (stored, regraphed) = self.write(|store, wtxn| {
             // First the vectors of removed chunks that are cheap to drop now (those of a
             // large graph wait for it to be linked again, `build_vectors`).
-            let mut deletes = Vec::new();
-            for item in store.vector_deletes.iter(wtxn)? {
-                deletes.push(item?.0);
-            }
-            if !deletes.is_empty() {
+            if !store.vector_deletes.is_empty(wtxn)? {
                 let ann = vector_dims(store, wtxn)?
                     .map(|dims| AnnWriter::new(wtxn, store.vectors, store.meta, dims))
                     .transpose()?;
-                for id in &deletes {
-                    let dropped = match (&ann, u32::try_from(*id)) {
-                        (Some(ann), Ok(item)) => ann.delete_now(wtxn, item)?,
-                        _ => true,
-                    };
-                    if dropped {
-                        store.vector_deletes.delete(wtxn, id)?;
-                    }
-                }
+                store.drop_removed_vectors(wtxn, ann.as_ref())?;
             }
             let dims = match (vector_dims(store, wtxn)?, items.first()) {
                 (Some(dims), _) => dims,
@@ -460,24 +477,13 @@ impl StoreTxn<'_> {
             let Some(dims) = vector_dims(store, wtxn)? else {
                 return Ok(());
             };
-            let mut removed = Vec::new();
-            for item in store.vector_deletes.iter(wtxn)? {
-                removed.extend(u32::try_from(item?.0).ok());
-            }
             let mut ann = AnnWriter::new(wtxn, store.vectors, store.meta, dims)?;
             // Vectors of removed chunks the recent graph holds (or none does) go now; only
             // a large graph's wait. Counted as waiting, the recent graph's made every
             // commit merge it into the open large graph and link that again: a file saved
             // twice in a row (its first vectors still recent) cost ~200 ms of linking an
             // 84,000-vector graph per save at 480,000 chunks.
-            let mut deferred = Vec::new();
-            for id in removed {
-                if ann.delete_now(wtxn, id)? {
-                    store.vector_deletes.delete(wtxn, &u64::from(id))?;
-                } else {
-                    deferred.push(id);
-                }
-            }
+            let deferred = store.drop_removed_vectors(wtxn, Some(&ann))?;
             for id in ann.build(wtxn, seed, added, &deferred)?.unwrap_or_default() {
                 store.vector_deletes.delete(wtxn, &u64::from(id))?;
             }
