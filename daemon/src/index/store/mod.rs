@@ -31,6 +31,7 @@ use crate::error::IndexError;
 pub use ann::Error as AnnError;
 pub use check::Tally;
 use codec::{ChunkCodec, FileCodec, RefsCodec, SymbolNamesCodec, SymbolsCodec};
+pub use codec::{RefView, StoredRefs};
 pub(crate) use quantized::{bytes_vector, vector_bytes};
 pub use records::{ChunkRecord, EmbeddedChunk, FileRecord, SymbolNames, SymbolRecord, VectorState};
 

@@ -8,10 +8,10 @@ use lru::LruCache;
 use heed::types::Bytes;
 
 use super::{
-    FileRefs, IndexError, Store, SymbolNames, SymbolNamesCodec, SymbolRecord, codec, keys,
+    IndexError, Store, StoredRefs, SymbolNames, SymbolNamesCodec, SymbolRecord, codec, keys,
 };
 
-/// Decoded references kept across requests, by estimated size at most: decoding them was
+/// Files' references kept across requests, by estimated size at most: reading them was
 /// most of a code-graph request's time (`impact` of a wide change reads most files).
 const REFS_CACHE_BYTES: usize = 32 << 20;
 
@@ -19,8 +19,8 @@ const REFS_CACHE_BYTES: usize = 32 << 20;
 /// the graph's largest read (every file a walk passes through).
 const SYMBOLS_CACHE_BYTES: usize = 16 << 20;
 
-/// Recently read files' decoded references.
-pub(super) type RefsCache = ContentCache<FileRefs, REFS_CACHE_BYTES>;
+/// Recently read files' references.
+pub(super) type RefsCache = ContentCache<StoredRefs, REFS_CACHE_BYTES>;
 /// Recently read files' decoded symbols.
 pub(super) type SymbolsCache = ContentCache<Vec<SymbolRecord>, SYMBOLS_CACHE_BYTES>;
 
@@ -109,30 +109,9 @@ fn symbols_size(symbols: &[SymbolRecord]) -> usize {
         .sum()
 }
 
-/// Roughly the heap a decoded [`FileRefs`] holds.
-fn estimated_size(refs: &FileRefs) -> usize {
-    let strings = |s: &[&str]| s.iter().map(|s| s.len() + 24).sum::<usize>();
-    refs.refs
-        .iter()
-        .map(|r| 40 + r.name.len() + r.receiver.as_ref().map_or(0, |s| s.len() + 24))
-        .sum::<usize>()
-        + refs
-            .imports
-            .iter()
-            .map(|i| {
-                8 + strings(&[&i.module, &i.local]) + i.name.as_ref().map_or(0, |s| s.len() + 24)
-            })
-            .sum::<usize>()
-        + refs
-            .bindings
-            .iter()
-            .map(|b| 8 + strings(&[&b.name, &b.type_name]))
-            .sum::<usize>()
-}
-
 impl Store {
     /// What `path` refers to (shared: decoded once while the file is unchanged).
-    pub fn refs_of(&self, path: &str) -> Result<Arc<FileRefs>, IndexError> {
+    pub fn refs_of(&self, path: &str) -> Result<Arc<StoredRefs>, IndexError> {
         self.read(|rtxn| {
             let key = keys::key(path);
             let Some(record) = self.files.get(rtxn, &key)? else {
@@ -142,7 +121,7 @@ impl Store {
                 path,
                 record.hash,
                 || Ok(self.file_refs.get(rtxn, &key)?.unwrap_or_default()),
-                estimated_size,
+                StoredRefs::heap_size,
             )?)
         })
     }
@@ -278,12 +257,22 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         put(&store, "a.rs", 1, "first");
-        assert_eq!(store.refs_of("a.rs").unwrap().refs[0].name, "first");
+        assert_eq!(
+            store.refs_of("a.rs").unwrap().refs().next().unwrap().name,
+            "first"
+        );
         assert_eq!(store.shared_symbols_of("a.rs").unwrap()[0].name, "first");
         // Cached now; a new content (another hash) is read anew, through a clone too.
         put(&store, "a.rs", 2, "second");
         assert_eq!(
-            store.clone().refs_of("a.rs").unwrap().refs[0].name,
+            store
+                .clone()
+                .refs_of("a.rs")
+                .unwrap()
+                .refs()
+                .next()
+                .unwrap()
+                .name,
             "second"
         );
         assert_eq!(
@@ -294,7 +283,7 @@ mod tests {
         let mut txn = store.write_txn().unwrap();
         txn.remove_file("a.rs").unwrap();
         txn.commit(0).unwrap();
-        assert!(store.refs_of("a.rs").unwrap().refs.is_empty());
+        assert!(store.refs_of("a.rs").unwrap().is_empty());
         assert!(store.shared_symbols_of("a.rs").unwrap().is_empty());
     }
 }

@@ -21,10 +21,9 @@ use resolve::{Def, Defs, GraphView};
 pub use walk::Walk;
 
 use super::Searcher;
-use crate::chunk::syntax::refs::FileRefs;
 use crate::error::{Error, IndexError, UserError};
 use crate::index::ProjectIndex;
-use crate::index::store::SymbolRecord;
+use crate::index::store::{StoredRefs, SymbolRecord};
 
 /// Deepest a walk goes.
 pub const MAX_DEPTH: u32 = 5;
@@ -138,7 +137,7 @@ impl GraphView for ProjectIndex {
     fn symbols_of(&self, path: &str) -> Result<std::sync::Arc<Vec<SymbolRecord>>, IndexError> {
         self.store.shared_symbols_of(path)
     }
-    fn refs_of(&self, path: &str) -> Result<std::sync::Arc<FileRefs>, IndexError> {
+    fn refs_of(&self, path: &str) -> Result<std::sync::Arc<StoredRefs>, IndexError> {
         self.store.refs_of(path)
     }
     fn language_of(&self, path: &str) -> Result<Option<String>, IndexError> {

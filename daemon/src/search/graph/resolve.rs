@@ -14,16 +14,16 @@ use rustc_hash::FxHashMap;
 
 use super::modules::{dir_of, imports_from, module_files};
 use super::rust;
-use crate::chunk::syntax::refs::{FileRefs, Import, RefKind, Reference};
+use crate::chunk::syntax::refs::{Import, RefKind, Reference};
 use crate::error::IndexError;
-use crate::index::store::SymbolRecord;
+use crate::index::store::{StoredRefs, SymbolRecord};
 
 /// What the graph reads from an index (a trait so the rules are tested on small fixtures).
 pub trait GraphView {
     /// The symbols of a file.
     fn symbols_of(&self, path: &str) -> Result<Arc<Vec<SymbolRecord>>, IndexError>;
     /// The references and imports of a file.
-    fn refs_of(&self, path: &str) -> Result<Arc<FileRefs>, IndexError>;
+    fn refs_of(&self, path: &str) -> Result<Arc<StoredRefs>, IndexError>;
     /// The language of an indexed file.
     fn language_of(&self, path: &str) -> Result<Option<String>, IndexError>;
     /// Every (path, symbol) whose bare name is `name`, any case.
@@ -128,7 +128,7 @@ const PACKAGE_DIRS: &[&str] = &["go", "java", "kotlin", "csharp", "c", "cpp", "s
 pub struct Resolver<'v> {
     view: &'v dyn GraphView,
     symbols: RefCell<FxHashMap<String, Arc<Vec<SymbolRecord>>>>,
-    refs: RefCell<FxHashMap<String, Arc<FileRefs>>>,
+    refs: RefCell<FxHashMap<String, Arc<StoredRefs>>>,
     named: RefCell<FxHashMap<String, Rc<Vec<Def>>>>,
     languages: RefCell<FxHashMap<String, String>>,
     owners: RefCell<FxHashMap<Def, Option<Rc<SymbolRecord>>>>,
@@ -156,7 +156,7 @@ impl<'v> Resolver<'v> {
         cached(&self.symbols, path, || self.view.symbols_of(path))
     }
 
-    pub fn refs(&self, path: &str) -> Result<Arc<FileRefs>, IndexError> {
+    pub fn refs(&self, path: &str) -> Result<Arc<StoredRefs>, IndexError> {
         cached(&self.refs, path, || self.view.refs_of(path))
     }
 
@@ -286,10 +286,9 @@ impl<'v> Resolver<'v> {
     ) -> Result<Vec<String>, IndexError> {
         let refs = self.refs(path)?;
         Ok(refs
-            .refs
-            .iter()
+            .refs()
             .filter(|r| r.kind == RefKind::Inherit && r.line == class.start_line)
-            .map(|r| r.name.clone())
+            .map(|r| r.name.to_string())
             .collect())
     }
 

@@ -33,11 +33,11 @@ impl GraphView for Fixture {
             }),
         ))
     }
-    fn refs_of(&self, path: &str) -> Result<std::sync::Arc<FileRefs>, IndexError> {
+    fn refs_of(&self, path: &str) -> Result<std::sync::Arc<StoredRefs>, IndexError> {
         Ok(std::sync::Arc::new(
             self.0
                 .get(path)
-                .map(|(_, c)| c.refs.clone())
+                .map(|(_, c)| StoredRefs::from(&c.refs))
                 .unwrap_or_default(),
         ))
     }
@@ -97,11 +97,16 @@ fn resolve(view: &Fixture, path: &str, line: u32, name: &str) -> String {
     let walk = Walk::new(view);
     let refs = view.refs_of(path).unwrap();
     let r = refs
-        .refs
-        .iter()
+        .refs()
         .find(|r| r.line == line && r.name == name)
-        .unwrap_or_else(|| panic!("no {name} on {path}:{line}: {:?}", refs.refs));
-    match walk.resolver.resolve(path, r).unwrap() {
+        .unwrap_or_else(|| {
+            panic!(
+                "no {name} on {path}:{line}: {:?}",
+                refs.refs().collect::<Vec<_>>()
+            )
+        })
+        .to_reference();
+    match walk.resolver.resolve(path, &r).unwrap() {
         Resolution::Resolved(def, rule) => format!("{}:{} ({rule})", def.path, def.qualified),
         Resolution::Ambiguous(defs) => format!(
             "ambiguous: {}",
@@ -333,13 +338,14 @@ fn receivers_typed_by_what_is_written_pick_their_class() {
     let walk = Walk::new(&view);
     let refs = view.refs_of("s.ts").unwrap();
     let drains: Vec<String> = refs
-        .refs
-        .iter()
+        .refs()
         .filter(|r| r.name == "drain")
-        .map(|r| match walk.resolver.resolve("s.ts", r).unwrap() {
-            Resolution::Resolved(def, _) => def.qualified,
-            other => format!("{other:?}"),
-        })
+        .map(
+            |r| match walk.resolver.resolve("s.ts", &r.to_reference()).unwrap() {
+                Resolution::Resolved(def, _) => def.qualified,
+                other => format!("{other:?}"),
+            },
+        )
         .collect();
     assert_eq!(drains, ["Pool.drain", "Cache.drain", "Pool.drain"]);
     assert_eq!(
@@ -373,8 +379,8 @@ fn rust_macros_modules_bounds_and_locals() {
     // `check!` is the macro, never the function of the same name.
     let walk = Walk::new(&view);
     let refs = view.refs_of("src/lib.rs").unwrap();
-    let invocation = refs.refs.iter().find(|r| r.line == 18).unwrap();
-    match walk.resolver.resolve("src/lib.rs", invocation).unwrap() {
+    let invocation = refs.refs().find(|r| r.line == 18).unwrap().to_reference();
+    match walk.resolver.resolve("src/lib.rs", &invocation).unwrap() {
         Resolution::Resolved(def, _) => assert_eq!((def.kind.as_str(), def.lines.0), ("macro", 1)),
         other => panic!("check! resolved to {other:?}"),
     }

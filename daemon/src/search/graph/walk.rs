@@ -193,16 +193,13 @@ impl<'v> Walk<'v> {
                     names.push(import.local.as_str());
                 }
             }
-            for r in refs
-                .refs
-                .iter()
-                .filter(|r| names.contains(&r.name.as_str()))
-            {
+            for r in refs.named(&names) {
+                let r = r.to_reference();
                 out.push(Mention {
-                    resolution: self.resolver.resolve(&path, r)?,
-                    from: self.caller(&path, r)?,
+                    resolution: self.resolver.resolve(&path, &r)?,
+                    from: self.caller(&path, &r)?,
                     path: path.clone(),
-                    reference: r.clone(),
+                    reference: r,
                 });
             }
         }
@@ -229,10 +226,11 @@ impl<'v> Walk<'v> {
     pub fn callees_of(&mut self, def: &Def, depth: u32) -> Result<Vec<Link>, Error> {
         let refs = self.resolver.refs(&def.path)?;
         let mut found = Vec::new();
-        for r in refs.refs.iter().filter(|r| r.kind != RefKind::Inherit) {
+        for r in refs.refs().filter(|r| r.kind != RefKind::Inherit) {
             if r.line < def.lines.0 || r.line > def.lines.1 {
                 continue;
             }
+            let r = &r.to_reference();
             // A class calls what its own body does, not what its methods do (they are
             // callees of their own).
             if CLASS_LIKE.contains(&def.kind.as_str())
