@@ -328,7 +328,11 @@ fn git(dir: &std::path::Path, args: &[&str]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Latency of the graph tools on a copy of `dir`.
+/// The page of links the MCP tools ask for by default (the shim's `limit`).
+const TOOL_PAGE: u32 = 100;
+
+/// Latency of the graph tools on a copy of `dir`, each call asking for the page the MCP
+/// tools ask for.
 async fn latency(dir: &std::path::Path) -> anyhow::Result<()> {
     let copy = tempfile::Builder::new()
         .prefix("amanmcp-graph-")
@@ -370,6 +374,7 @@ async fn latency(dir: &std::path::Path) -> anyhow::Result<()> {
                     kind: kind.into(),
                     symbols: vec![name.clone()],
                     depth: 1,
+                    limit: Some(TOOL_PAGE),
                     ..Default::default()
                 })
                 .await;
@@ -425,6 +430,7 @@ async fn latency(dir: &std::path::Path) -> anyhow::Result<()> {
     }
     let mut impact = Vec::new();
     let mut reached = 0;
+    let mut total_links = 0;
     for _ in 0..20 {
         let t = Instant::now();
         let reply = client
@@ -432,18 +438,20 @@ async fn latency(dir: &std::path::Path) -> anyhow::Result<()> {
                 root: root_str.clone(),
                 kind: "impact".into(),
                 depth: 2,
+                limit: Some(TOOL_PAGE),
                 ..Default::default()
             })
             .await?
             .into_inner();
         impact.push(t.elapsed().as_secs_f64() * 1e3);
         reached = reply.impacted.len();
+        total_links = reply.total_links;
     }
     for (kind, samples) in timed {
         println!("{kind:<8} {} ", summary(samples));
     }
     println!(
-        "impact of a {changed}-line diff (depth 2, {reached} definitions reached): {}",
+        "impact of a {changed}-line diff (depth 2, {reached} definitions reached, {total_links} links): {}",
         summary(impact)
     );
     println!("  of which `git diff` alone: {}", summary(git_diff));

@@ -273,6 +273,21 @@ fn callers_callees_trace_and_impact_resolve_by_scope() {
         json!(["tests/test_app.py:4 test_export"]),
         "{answer}"
     );
+    // Paged: the daemon sends the asked page; totals and `impacted` count every link.
+    let all = links(&answer);
+    assert!(all.len() >= 4, "{answer}");
+    for offset in [0, 1, all.len() - 1] {
+        let page = graph(
+            &mut shim,
+            "impact",
+            json!({"depth": 4, "offset": offset, "limit": 1}),
+        );
+        assert_eq!(links(&page), [all[offset].clone()], "{page}");
+        assert_eq!(page["total_links"], all.len(), "{page}");
+        assert_eq!(page["impacted"], answer["impacted"], "{page}");
+        let next = (offset + 1 < all.len()).then_some(offset + 1);
+        assert_eq!(page["next_offset"], json!(next), "{page}");
+    }
     let bad = shim.call_tool("impact", json!({"diff": "--output=/tmp/x"}));
     assert_eq!(bad["result"]["isError"], json!(true), "{bad}");
 

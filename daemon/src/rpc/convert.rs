@@ -63,15 +63,26 @@ fn graph_def(def: Def) -> pb::GraphDef {
 }
 
 /// `projects`: each link's project when it is another one's (empty: all the asking one's).
-pub(super) fn graph_reply(answer: GraphAnswer, projects: Vec<Option<String>>) -> pb::GraphReply {
-    let mut projects = projects.into_iter();
+/// Only the links from `offset`, `limit` at most (`None`: all), are sent: a wide `impact`
+/// has thousands, each with up to ten candidates, and a client shows a page of them.
+pub(super) fn graph_reply(
+    answer: GraphAnswer,
+    projects: Vec<Option<String>>,
+    offset: usize,
+    limit: Option<usize>,
+) -> pb::GraphReply {
+    let projects = projects.into_iter().chain(std::iter::repeat(None));
     pb::GraphReply {
+        total_links: answer.links.len() as u32,
         targets: answer.targets.into_iter().map(graph_def).collect(),
         choices: answer.choices.into_iter().map(graph_def).collect(),
         links: answer
             .links
             .into_iter()
-            .map(|l| pb::GraphLink {
+            .zip(projects)
+            .skip(offset)
+            .take(limit.unwrap_or(usize::MAX))
+            .map(|(l, project)| pb::GraphLink {
                 from: Some(graph_def(l.from)),
                 to: l.to.map(graph_def),
                 name: l.name,
@@ -90,7 +101,7 @@ pub(super) fn graph_reply(answer: GraphAnswer, projects: Vec<Option<String>>) ->
                     .collect(),
                 depth: l.depth,
                 inherits: l.inherits,
-                project: projects.next().flatten(),
+                project,
             })
             .collect(),
         unexplained: answer.unexplained as u64,

@@ -312,6 +312,7 @@ impl amanmcp_proto::Daemon for RpcService {
         let registry = self.registry.clone();
         let started = Instant::now();
         let call = format!("graph {} {:?} to={:?}", req.kind, req.symbols, req.to);
+        let (offset, limit, is_trace) = (req.offset, req.limit, req.kind == "trace");
         let found = blocking(move || {
             let default = if matches!(req.kind.as_str(), "impact" | "trace") {
                 3
@@ -342,7 +343,13 @@ impl amanmcp_proto::Daemon for RpcService {
         .await;
         log_call(&call, started, found.as_ref().map(|f| f.0.links.len()));
         let (answer, projects) = found?;
-        Ok(Response::new(graph_reply(answer, projects)))
+        // A trace's paths index its links: all of them go.
+        let (offset, limit) = if is_trace {
+            (0, None)
+        } else {
+            (offset as usize, limit.map(|l| l as usize))
+        };
+        Ok(Response::new(graph_reply(answer, projects, offset, limit)))
     }
 
     async fn verify(

@@ -60,8 +60,8 @@ fn link(l: &pb::GraphLink) -> Value {
     out
 }
 
-/// The reply as structured content and text, links paged by `offset`/`limit` and cut to
-/// the token budget.
+/// The reply as structured content and text: its page of links (the daemon sent those from
+/// `offset`, at most `limit`) cut to the token budget.
 fn graph_result(
     kind: &str,
     reply: &pb::GraphReply,
@@ -86,12 +86,7 @@ fn graph_result(
     let mut left = shape.max_tokens.saturating_sub(120);
     let mut links = Vec::new();
     let mut shown = 0u64;
-    for l in reply
-        .links
-        .iter()
-        .skip(offset as usize)
-        .take(limit as usize)
-    {
+    for l in reply.links.iter().take(limit as usize) {
         let value = link(l);
         let cost = budget::tokens(&value.to_string());
         if cost > left {
@@ -101,7 +96,7 @@ fn graph_result(
         links.push(value);
         shown += 1;
     }
-    let total = reply.links.len() as u64;
+    let total = u64::from(reply.total_links);
     out["links"] = json!(links);
     out["total_links"] = json!(total);
     if offset + shown < total {
@@ -191,6 +186,7 @@ impl AmanServer {
                     symbols: vec![symbol.clone()],
                     path: Some(hit.path.clone()),
                     depth: 1,
+                    limit: Some(CONTEXT_LINKS as u32),
                     ..Default::default()
                 };
                 // A name the graph cannot single out (several definitions) has no context.
@@ -212,7 +208,7 @@ impl AmanServer {
                         other.unwrap_or_else(|| format!("{}:{} {}?", l.path, l.line, l.name))
                     })
                     .collect();
-                found[format!("{kind}_total")] = json!(named.len());
+                found[format!("{kind}_total")] = json!(reply.total_links);
                 found[kind] = json!(named.into_iter().take(CONTEXT_LINKS).collect::<Vec<_>>());
                 if kind == "callers" && reply.unexplained > 0 {
                     found["unexplained"] = json!(reply.unexplained);
@@ -251,6 +247,8 @@ impl AmanServer {
             "trace" => vec![required_string(args, "from")?],
             _ => vec![required_string(args, "symbol")?],
         };
+        let offset = optional_integer(args, "offset", 0, 100_000)?.unwrap_or(0);
+        let limit = optional_integer(args, "limit", 1, MAX_LINKS)?.unwrap_or(DEFAULT_LINKS);
         let request = pb::GraphRequest {
             root: self.root().await,
             kind: kind.to_string(),
@@ -268,9 +266,9 @@ impl AmanServer {
             } else {
                 Vec::new()
             },
+            offset: offset as u32,
+            limit: Some(limit as u32),
         };
-        let offset = optional_integer(args, "offset", 0, 100_000)?.unwrap_or(0);
-        let limit = optional_integer(args, "limit", 1, MAX_LINKS)?.unwrap_or(DEFAULT_LINKS);
         let shape = Shape::from_args(args)?;
         let reply = self.ask_graph(request).await?;
         Ok(graph_result(kind, &reply, offset, limit, shape))

@@ -57,6 +57,7 @@ pub async fn graph(kind: &str, args: GraphArgs) -> ExitCode {
         depth: args.depth.unwrap_or(0).min(5),
         diff: args.diff.clone(),
         projects: args.projects.clone(),
+        ..Default::default()
     };
     let reply = match link
         .call(|mut client| {
