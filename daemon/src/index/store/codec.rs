@@ -7,9 +7,10 @@ use std::borrow::Cow;
 use heed::{BoxedError, BytesDecode, BytesEncode};
 
 use super::records::{ChunkRecord, FileRecord, SymbolNames, SymbolRecord};
+use super::stored_refs::{RefView, StoredRefs};
 use crate::chunk::syntax::refs::{Binding, FileRefs, Import, RefKind, Reference};
 
-struct Writer(Vec<u8>);
+pub(super) struct Writer(pub(super) Vec<u8>);
 
 impl Writer {
     fn u32(&mut self, v: u32) {
@@ -31,7 +32,7 @@ impl Writer {
             None => self.0.push(0),
         }
     }
-    fn reference(&mut self, r: &Reference) {
+    pub(super) fn reference(&mut self, r: &Reference) {
         self.str(&r.name);
         self.u32(r.line);
         self.0.push(match r.kind {
@@ -43,11 +44,11 @@ impl Writer {
     }
 }
 
-struct Reader<'a>(&'a [u8]);
+pub(super) struct Reader<'a>(pub(super) &'a [u8]);
 
 #[derive(Debug, thiserror::Error)]
 #[error("truncated or corrupt record")]
-struct Corrupt;
+pub(super) struct Corrupt;
 
 impl<'a> Reader<'a> {
     fn take(&mut self, n: usize) -> Result<&'a [u8], Corrupt> {
@@ -61,7 +62,7 @@ impl<'a> Reader<'a> {
     fn u8(&mut self) -> Result<u8, Corrupt> {
         Ok(self.take(1)?[0])
     }
-    fn u32(&mut self) -> Result<u32, Corrupt> {
+    pub(super) fn u32(&mut self) -> Result<u32, Corrupt> {
         Ok(u32::from_le_bytes(
             self.take(4)?.try_into().map_err(|_| Corrupt)?,
         ))
@@ -86,7 +87,7 @@ impl<'a> Reader<'a> {
         }
     }
     /// A reference's record, its strings borrowed.
-    fn reference(&mut self) -> Result<RefView<'a>, Corrupt> {
+    pub(super) fn reference(&mut self) -> Result<RefView<'a>, Corrupt> {
         Ok(RefView {
             name: self.str_ref()?,
             line: self.u32()?,
@@ -352,13 +353,7 @@ impl<'a> BytesDecode<'a> for RefsCodec {
         let raw = lz4_flex::block::decompress_size_prepended(bytes).map_err(|_| Corrupt)?;
         let mut r = Reader(&raw);
         let count = r.u32()? as usize;
-        // The references stay encoded; each is read once here, so that reading them again
-        // later cannot fail.
-        let section = r.0;
-        for _ in 0..count {
-            r.reference()?;
-        }
-        let records = &section[..section.len() - r.0.len()];
+        let records = StoredRefs::read_records(&mut r, count)?;
         let n = r.u32()? as usize;
         let mut imports = Vec::with_capacity(n.min(1 << 16));
         for _ in 0..n {
@@ -378,134 +373,7 @@ impl<'a> BytesDecode<'a> for RefsCodec {
                 line: r.u32()?,
             });
         }
-        Ok(StoredRefs {
-            records: records.into(),
-            count,
-            imports,
-            bindings,
-        })
-    }
-}
-
-/// A file's references as stored, read on demand: the references stay in their encoded
-/// form, one allocation for the file instead of one or two per reference (decoding them
-/// was most of a wide `impact`'s time, and the decoded form a third of what the cache
-/// could hold). Imports and bindings, few, are decoded.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct StoredRefs {
-    /// The references' records, back to back, in source order.
-    records: Box<[u8]>,
-    count: usize,
-    /// Imports in source order.
-    pub imports: Vec<Import>,
-    /// Names declared with a type, in source order.
-    pub bindings: Vec<Binding>,
-}
-
-/// One reference of [`StoredRefs`], borrowed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RefView<'a> {
-    /// The name as written (the last segment).
-    pub name: &'a str,
-    /// Line (1-based).
-    pub line: u32,
-    /// What is done with it.
-    pub kind: RefKind,
-    /// The expression before the name, if any.
-    pub receiver: Option<&'a str>,
-}
-
-impl RefView<'_> {
-    /// An owned copy.
-    pub fn to_reference(self) -> Reference {
-        Reference {
-            name: self.name.to_string(),
-            line: self.line,
-            kind: self.kind,
-            receiver: self.receiver.map(str::to_string),
-        }
-    }
-}
-
-impl StoredRefs {
-    /// The references, in source order.
-    pub fn refs(&self) -> impl Iterator<Item = RefView<'_>> + '_ {
-        let mut r = Reader(&self.records);
-        // Every record was read when the value was made: none fails here.
-        (0..self.count).map_while(move |_| r.reference().ok())
-    }
-
-    /// The references to any of `names`, in source order: [`StoredRefs::refs`] filtered,
-    /// but a record of another name is skipped unread (a wide `impact` looks for hundreds
-    /// of names in the same large files).
-    pub fn named<'s>(&'s self, names: &'s [&str]) -> impl Iterator<Item = RefView<'s>> + 's {
-        let mut rest: &[u8] = &self.records;
-        let u32_at = |bytes: &[u8], at: usize| -> Option<usize> {
-            Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?) as usize)
-        };
-        std::iter::from_fn(move || {
-            while !rest.is_empty() {
-                let len = u32_at(rest, 0)?;
-                let name = rest.get(4..4 + len)?;
-                if names.iter().any(|n| n.as_bytes() == name) {
-                    let mut r = Reader(rest);
-                    let found = r.reference().ok()?;
-                    rest = r.0;
-                    return Some(found);
-                }
-                // The line (4 bytes) and kind (1), then the receiver's tag and string.
-                let tag = 4 + len + 5;
-                rest = match rest.get(tag)? {
-                    0 => rest.get(tag + 1..)?,
-                    _ => rest.get(tag + 5 + u32_at(rest, tag + 1)?..)?,
-                };
-            }
-            None
-        })
-    }
-
-    /// How many references there are.
-    pub fn len(&self) -> usize {
-        self.count
-    }
-
-    /// Whether there is none.
-    pub fn is_empty(&self) -> bool {
-        self.count == 0
-    }
-
-    /// Roughly the heap it holds.
-    pub fn heap_size(&self) -> usize {
-        let strings = |s: &[&str]| s.iter().map(|s| s.len() + 24).sum::<usize>();
-        self.records.len()
-            + self
-                .imports
-                .iter()
-                .map(|i| {
-                    8 + strings(&[&i.module, &i.local])
-                        + i.name.as_ref().map_or(0, |s| s.len() + 24)
-                })
-                .sum::<usize>()
-            + self
-                .bindings
-                .iter()
-                .map(|b| 8 + strings(&[&b.name, &b.type_name]))
-                .sum::<usize>()
-    }
-}
-
-impl From<&FileRefs> for StoredRefs {
-    fn from(refs: &FileRefs) -> StoredRefs {
-        let mut w = Writer(Vec::new());
-        for r in &refs.refs {
-            w.reference(r);
-        }
-        StoredRefs {
-            records: w.0.into(),
-            count: refs.refs.len(),
-            imports: refs.imports.clone(),
-            bindings: refs.bindings.clone(),
-        }
+        Ok(StoredRefs::new(records, imports, bindings))
     }
 }
 
@@ -587,12 +455,6 @@ mod tests {
         assert_eq!((stored.len(), &stored.imports), (3, &refs.imports));
         assert_eq!(stored.bindings, refs.bindings);
         assert_eq!(stored, StoredRefs::from(&refs));
-        // By name: exactly the references the full read has, receivers and all.
-        for names in [&["g"][..], &["c", "Base"], &["absent"], &[]] {
-            let want: Vec<RefView> = stored.refs().filter(|r| names.contains(&r.name)).collect();
-            assert_eq!(stored.named(names).collect::<Vec<_>>(), want);
-        }
-        assert_eq!(stored.named(&["g"]).next().unwrap().receiver, Some("self"));
         assert!(RefsCodec::bytes_decode(&bytes[..bytes.len() - 1]).is_err());
     }
 }

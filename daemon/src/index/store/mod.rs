@@ -17,6 +17,7 @@ mod exact;
 mod keys;
 mod quantized;
 mod records;
+mod stored_refs;
 mod symbols;
 mod vectors;
 
@@ -31,9 +32,9 @@ use crate::error::IndexError;
 pub use ann::Error as AnnError;
 pub use check::Tally;
 use codec::{ChunkCodec, FileCodec, RefsCodec, SymbolNamesCodec, SymbolsCodec};
-pub use codec::{RefView, StoredRefs};
 pub(crate) use quantized::{bytes_vector, vector_bytes};
 pub use records::{ChunkRecord, EmbeddedChunk, FileRecord, SymbolNames, SymbolRecord, VectorState};
+pub use stored_refs::{RefView, StoredRefs};
 
 /// Bump when the on-disk layout of LMDB or tantivy changes: older indexes are rebuilt.
 pub const FORMAT_VERSION: u64 = 7;

@@ -286,8 +286,8 @@ impl<'v> Resolver<'v> {
     ) -> Result<Vec<String>, IndexError> {
         let refs = self.refs(path)?;
         Ok(refs
-            .refs()
-            .filter(|r| r.kind == RefKind::Inherit && r.line == class.start_line)
+            .inherits()
+            .filter(|r| r.line == class.start_line)
             .map(|r| r.name.to_string())
             .collect())
     }
