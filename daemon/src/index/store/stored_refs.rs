@@ -1,7 +1,7 @@
 //! A file's references as the code graph reads them: left in their stored encoding, with
 //! an index by name.
 
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::BuildHasher;
 
 use rustc_hash::FxBuildHasher;
 
@@ -53,9 +53,7 @@ impl RefView<'_> {
 }
 
 fn name_hash(name: &str) -> u32 {
-    let mut hasher = FxBuildHasher.build_hasher();
-    name.as_bytes().hash(&mut hasher);
-    hasher.finish() as u32
+    FxBuildHasher.hash_one(name.as_bytes()) as u32
 }
 
 impl StoredRefs {
