@@ -122,6 +122,8 @@ pub struct Store {
     refs_cache: symbols::RefsCache,
     /// Recently read files' decoded symbols (`symbols::SymbolsCache`).
     symbols_cache: symbols::SymbolsCache,
+    /// Committed chunks' files, as the graph asked (`symbols::ChunkPaths`).
+    chunk_paths: symbols::ChunkPaths,
     /// Every vector in memory, for a small project's exact search (`exact`).
     exact: exact::ExactCache,
 }
@@ -220,6 +222,7 @@ impl Store {
             long_keys: keys::LongKeys(long_keys),
             refs_cache: symbols::RefsCache::default(),
             symbols_cache: symbols::SymbolsCache::default(),
+            chunk_paths: symbols::ChunkPaths::default(),
             exact: exact::ExactCache::default(),
         })
     }

@@ -4,6 +4,7 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use lru::LruCache;
+use rustc_hash::FxHashMap;
 
 use heed::types::Bytes;
 
@@ -23,6 +24,17 @@ const SYMBOLS_CACHE_BYTES: usize = 16 << 20;
 pub(super) type RefsCache = ContentCache<StoredRefs, REFS_CACHE_BYTES>;
 /// Recently read files' decoded symbols.
 pub(super) type SymbolsCache = ContentCache<Vec<SymbolRecord>, SYMBOLS_CACHE_BYTES>;
+
+/// Chunk paths kept at most (about 32 bytes each, the paths shared).
+const CHUNK_PATHS_KEPT: usize = 1 << 18;
+
+/// The file of each committed chunk the code graph has asked about, kept for the store's
+/// life: a committed chunk id never names another chunk (ids only grow, and the next id is
+/// committed with the chunks), so an entry is right while the chunk lives. (A removed
+/// chunk's id can come from the lexical index until it reloads, as before: its file is
+/// then read as it is now.) Emptied when full.
+#[derive(Clone, Default)]
+pub(super) struct ChunkPaths(Arc<Mutex<FxHashMap<u64, Arc<str>>>>);
 
 /// Values decoded from recently read files, each with the content hash of the file it was
 /// read from: an entry is used only while the file's record holds that hash, so it is right
@@ -199,25 +211,54 @@ impl Store {
         self.read(|rtxn| Ok(self.files.get(rtxn, &keys::key(path))?.map(|f| f.language)))
     }
 
-    /// The files of these chunks, each once, in path order.
+    /// The files of these chunks, each once, in path order (each chunk's read once per
+    /// store: [`ChunkPaths`]).
     pub fn paths_of_chunks(&self, ids: &[u64]) -> Result<Vec<String>, IndexError> {
-        self.read(|rtxn| {
-            let raw = self.chunks.remap_data_type::<Bytes>();
-            let mut paths = BTreeSet::new();
+        let mut paths: BTreeSet<Arc<str>> = BTreeSet::new();
+        let mut missing = Vec::new();
+        {
+            let known = self.chunk_paths.0.lock().unwrap_or_else(|e| e.into_inner());
             for id in ids {
-                if let Some(bytes) = raw.get(rtxn, id)? {
-                    paths.insert(codec::chunk_path(bytes).map_err(heed::Error::Decoding)?);
+                match known.get(id) {
+                    Some(path) => {
+                        paths.insert(path.clone());
+                    }
+                    None => missing.push(*id),
                 }
             }
-            Ok(paths.into_iter().map(str::to_string).collect())
-        })
+        }
+        if !missing.is_empty() {
+            let read = self.read(|rtxn| {
+                let raw = self.chunks.remap_data_type::<Bytes>();
+                let mut read = Vec::with_capacity(missing.len());
+                for id in missing {
+                    if let Some(bytes) = raw.get(rtxn, &id)? {
+                        let path = codec::chunk_path(bytes).map_err(heed::Error::Decoding)?;
+                        // One allocation per file, however many of its chunks.
+                        let path = match paths.get(path) {
+                            Some(known) => known.clone(),
+                            None => Arc::<str>::from(path),
+                        };
+                        paths.insert(path.clone());
+                        read.push((id, path));
+                    }
+                }
+                Ok(read)
+            })?;
+            let mut known = self.chunk_paths.0.lock().unwrap_or_else(|e| e.into_inner());
+            if known.len() + read.len() > CHUNK_PATHS_KEPT {
+                known.clear();
+            }
+            known.extend(read);
+        }
+        Ok(paths.iter().map(|p| p.to_string()).collect())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use crate::chunk::syntax::refs::{FileRefs, RefKind, Reference};
-    use crate::index::store::{FileRecord, Store, SymbolRecord};
+    use crate::index::store::{ChunkRecord, FileRecord, Store, SymbolRecord};
 
     /// `path` indexed with one call of `called` and one definition of it, the file's content
     /// hash `hash`.
@@ -250,6 +291,51 @@ mod tests {
         let mut txn = store.write_txn().unwrap();
         txn.put_file(path, &file, &[], &[symbol], &refs).unwrap();
         txn.commit(0).unwrap();
+    }
+
+    #[test]
+    fn chunk_paths_are_read_once_each_file_once_in_path_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let chunk = |path: &str, line: u32| ChunkRecord {
+            path: path.into(),
+            start_line: line,
+            end_line: line,
+            symbol: None,
+            kind: None,
+            hash: u64::from(line),
+        };
+        let file = FileRecord {
+            size: 1,
+            mtime_ns: 1,
+            hash: 1,
+            language: "rust".into(),
+            chunk_ids: Vec::new(),
+        };
+        let mut txn = store.write_txn().unwrap();
+        let refs = FileRefs::default();
+        txn.put_file(
+            "b.rs",
+            &file,
+            &[(1, chunk("b.rs", 1)), (2, chunk("b.rs", 9))],
+            &[],
+            &refs,
+        )
+        .unwrap();
+        txn.put_file("a.rs", &file, &[(3, chunk("a.rs", 1))], &[], &refs)
+            .unwrap();
+        txn.commit(4).unwrap();
+        // An id with no chunk (never committed) has no file; asked twice, the second answer
+        // comes from what the first kept, and equals it.
+        for _ in 0..2 {
+            assert_eq!(
+                store.paths_of_chunks(&[2, 9, 3, 1]).unwrap(),
+                ["a.rs", "b.rs"]
+            );
+        }
+        assert_eq!(store.chunk_paths.0.lock().unwrap().len(), 3);
+        assert_eq!(store.paths_of_chunks(&[2]).unwrap(), ["b.rs"]);
+        assert!(store.paths_of_chunks(&[]).unwrap().is_empty());
     }
 
     #[test]
