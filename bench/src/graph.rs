@@ -450,8 +450,9 @@ async fn latency(dir: &std::path::Path) -> anyhow::Result<()> {
     for (kind, samples) in timed {
         println!("{kind:<8} {} ", summary(samples));
     }
+    let first = impact.first().copied().unwrap_or_default();
     println!(
-        "impact of a {changed}-line diff (depth 2, {reached} definitions reached, {total_links} links): {}",
+        "impact of a {changed}-line diff (depth 2, {reached} definitions reached, {total_links} links): {}; the first call {first:.2} ms",
         summary(impact)
     );
     println!("  of which `git diff` alone: {}", summary(git_diff));
