@@ -312,7 +312,12 @@ impl amanmcp_proto::Daemon for RpcService {
         let registry = self.registry.clone();
         let started = Instant::now();
         let call = format!("graph {} {:?} to={:?}", req.kind, req.symbols, req.to);
-        let (offset, limit, is_trace) = (req.offset, req.limit, req.kind == "trace");
+        // The page of links to send; a trace's paths index its links, so all of them go.
+        let (offset, limit) = if req.kind == "trace" {
+            (0, None)
+        } else {
+            (req.offset as usize, req.limit.map(|l| l as usize))
+        };
         let found = blocking(move || {
             let default = if matches!(req.kind.as_str(), "impact" | "trace") {
                 3
@@ -343,12 +348,6 @@ impl amanmcp_proto::Daemon for RpcService {
         .await;
         log_call(&call, started, found.as_ref().map(|f| f.0.links.len()));
         let (answer, projects) = found?;
-        // A trace's paths index its links: all of them go.
-        let (offset, limit) = if is_trace {
-            (0, None)
-        } else {
-            (offset as usize, limit.map(|l| l as usize))
-        };
         Ok(Response::new(graph_reply(answer, projects, offset, limit)))
     }
 

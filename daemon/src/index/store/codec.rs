@@ -307,9 +307,9 @@ pub(super) fn symbols_named_in(
     Ok(out)
 }
 
-/// [`FileRefs`], read back as [`StoredRefs`]: the references (name, line, kind, receiver), the imports (module, name,
-/// local name, line), then the bindings (name, type, line); LZ4-compressed (names and
-/// receivers repeat: a third of the size).
+/// [`FileRefs`], read back as [`StoredRefs`]: the references (name, line, kind, receiver),
+/// the imports (module, name, local name, line), then the bindings (name, type, line);
+/// LZ4-compressed (names and receivers repeat: a third of the size).
 pub enum RefsCodec {}
 
 /// Largest decompressed [`FileRefs`] (50,000 references of long names stay well under it).

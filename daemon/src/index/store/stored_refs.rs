@@ -56,35 +56,53 @@ fn name_hash(name: &str) -> u32 {
     FxBuildHasher.hash_one(name.as_bytes()) as u32
 }
 
+/// Where each reference record starts, by its name's hash and, for bases, by kind: made as
+/// the records are read or written, so they are never walked a second time for it.
+#[derive(Default)]
+pub(super) struct Places {
+    by_name: Vec<(u32, u32)>,
+    inherits: Vec<u32>,
+}
+
+impl Places {
+    fn push(&mut self, offset: usize, name: &str, kind: RefKind) {
+        let offset = offset as u32;
+        self.by_name.push((name_hash(name), offset));
+        if kind == RefKind::Inherit {
+            self.inherits.push(offset);
+        }
+    }
+}
+
 impl StoredRefs {
     /// The next `count` reference records of `r`, each read once (so that reading them again
-    /// cannot fail); the bytes they take.
-    pub(super) fn read_records<'a>(r: &mut Reader<'a>, count: usize) -> Result<&'a [u8], Corrupt> {
+    /// cannot fail): the bytes they take and where each starts.
+    pub(super) fn read_records<'a>(
+        r: &mut Reader<'a>,
+        count: usize,
+    ) -> Result<(&'a [u8], Places), Corrupt> {
         let section = r.0;
+        let mut places = Places::default();
         for _ in 0..count {
-            r.reference()?;
+            let offset = section.len() - r.0.len();
+            let reference = r.reference()?;
+            places.push(offset, reference.name, reference.kind);
         }
-        Ok(&section[..section.len() - r.0.len()])
+        Ok((&section[..section.len() - r.0.len()], places))
     }
 
-    /// From records [`StoredRefs::read_records`] checked.
-    pub(super) fn new(records: &[u8], imports: Vec<Import>, bindings: Vec<Binding>) -> StoredRefs {
-        let mut by_name = Vec::new();
-        let mut inherits = Vec::new();
-        let mut r = Reader(records);
-        while !r.0.is_empty() {
-            let offset = (records.len() - r.0.len()) as u32;
-            let Ok(reference) = r.reference() else { break };
-            by_name.push((name_hash(reference.name), offset));
-            if reference.kind == RefKind::Inherit {
-                inherits.push(offset);
-            }
-        }
+    /// From records and their places as [`StoredRefs::read_records`] gives them.
+    pub(super) fn new(
+        (records, places): (&[u8], Places),
+        imports: Vec<Import>,
+        bindings: Vec<Binding>,
+    ) -> StoredRefs {
+        let mut by_name = places.by_name;
         by_name.sort_unstable();
         StoredRefs {
             records: records.into(),
             by_name: by_name.into(),
-            inherits: inherits.into(),
+            inherits: places.inherits.into(),
             imports,
             bindings,
         }
@@ -167,10 +185,12 @@ impl StoredRefs {
 impl From<&FileRefs> for StoredRefs {
     fn from(refs: &FileRefs) -> StoredRefs {
         let mut w = Writer(Vec::new());
+        let mut places = Places::default();
         for r in &refs.refs {
+            places.push(w.0.len(), &r.name, r.kind);
             w.reference(r);
         }
-        StoredRefs::new(&w.0, refs.imports.clone(), refs.bindings.clone())
+        StoredRefs::new((&w.0, places), refs.imports.clone(), refs.bindings.clone())
     }
 }
 
