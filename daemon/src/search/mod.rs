@@ -285,6 +285,11 @@ impl Searcher<'_> {
             symbols: std::cell::RefCell::new(HashMap::new()),
             names: std::cell::RefCell::new(HashMap::new()),
         };
+        if rank::trace::enabled() {
+            let exact: Vec<u64> = exact.map_or(Vec::new(), |e| e.iter().copied().collect());
+            let mode = format!("{:?}", params.mode).to_lowercase();
+            rank::trace::write(&serde_json::json!({ "mode": mode, "exact": exact }));
+        }
         let mut ranked = rank::rank(profile, hits, &view);
         if let Some(exact) = exact {
             let (mut first, rest): (Vec<LexicalHit>, Vec<LexicalHit>) = ranked

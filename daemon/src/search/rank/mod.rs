@@ -26,11 +26,8 @@ use std::collections::HashMap;
 
 use super::query;
 use crate::index::lexical::LexicalHit;
-use paths::{
-    is_secondary_path, module_directory, names_file, path_parts, singular, spelled_by, stem_of,
-    stem_words, superseded,
-};
-use text::{defines_in_text, is_reexport};
+use evidence::Evidence;
+use paths::{names_file, path_parts, singular, stem_words};
 
 /// A chunk defining the exact identifier the query is.
 const DEFINES_IDENTIFIER: f32 = 3.0;
@@ -112,6 +109,8 @@ pub enum QueryKind {
 /// A query, analysed once for the ranking stage.
 #[derive(Debug, Clone)]
 pub struct Profile {
+    /// The query as asked.
+    pub text: String,
     /// Its kind.
     pub kind: QueryKind,
     /// Names it asks for, lowercase, bare (`request` of `Session.request`).
@@ -222,6 +221,7 @@ impl Profile {
         let wants_secondary =
             kind != QueryKind::Issue && words.iter().any(|w| SECONDARY_WORDS.contains(&w.as_str()));
         Profile {
+            text: trimmed.to_string(),
             kind,
             names,
             typed,
@@ -268,11 +268,21 @@ pub fn rank(profile: &Profile, hits: Vec<LexicalHit>, view: &dyn IndexView) -> V
     let file_words = naming_words(profile, &shares, &hits);
     // How specific each query word is in this project, 0 (in half the chunks or more) to 1.
     let rarity: Vec<f32> = shares.iter().map(|share| rarity(*share).max(0.0)).collect();
+    let tracing = trace::enabled();
+    let mut traced = Vec::new();
     let mut scored: Vec<(f32, LexicalHit)> = hits
         .into_iter()
         .map(|mut hit| {
             let base = (hit.score / best).max(0.0);
-            let (factor, why) = evidence(profile, &file_words, &rarity, &hit, view);
+            let evidence = Evidence::read(profile, &file_words, &rarity, &hit, view);
+            let (factor, why) = evidence.factor();
+            if tracing {
+                traced.push(serde_json::json!({
+                    "id": hit.chunk_id, "path": hit.path, "start": hit.start_line,
+                    "end": hit.end_line, "base": base, "retrieval": hit.why.first(),
+                    "evidence": evidence,
+                }));
+            }
             // Retrieval's account (fusion's ranks) first, then the priors.
             hit.why.extend(why);
             (base * factor.powf(tuned("PRIOR", 1.0)), hit)
@@ -303,6 +313,13 @@ pub fn rank(profile: &Profile, hits: Vec<LexicalHit>, view: &dyn IndexView) -> V
     }
     // Coverage: a file holding every concept of the question beats one that repeats a few.
     let covered = coverage(profile, &shares, &scored);
+    if tracing {
+        trace::write(&serde_json::json!({
+            "query": profile.text, "kind": format!("{:?}", profile.kind),
+            "words": profile.words, "shares": shares,
+            "candidates": traced, "coverage": covered,
+        }));
+    }
     for (score, hit) in &mut scored {
         if let Some(share) = covered.get(&hit.path) {
             *score *= share
@@ -424,111 +441,6 @@ fn naming_words<'p>(
         .collect()
 }
 
-/// The product of the factors that apply to `hit`, and each rule that applied, in words.
-fn evidence(
-    profile: &Profile,
-    file_words: &[(&str, f32)],
-    rarity: &[f32],
-    hit: &LexicalHit,
-    view: &dyn IndexView,
-) -> (f32, Vec<String>) {
-    let mut factor = 1.0;
-    let mut why = Vec::new();
-    // The index is read only when a rule below can use what it says.
-    let defined_as_written = if !profile.names.is_empty() || profile.kind == QueryKind::Prose {
-        view.defined_in(hit)
-    } else {
-        Vec::new()
-    };
-    let defined: Vec<String> = defined_as_written
-        .iter()
-        .map(|d| d.to_lowercase())
-        .collect();
-    if !profile.names.is_empty()
-        && (defined.iter().any(|d| profile.names.contains(d)) || {
-            let lower = hit.body.to_lowercase();
-            profile.names.iter().any(|n| defines_in_text(&lower, n))
-        })
-    {
-        factor *= match profile.kind {
-            QueryKind::Identifier => tuned("DEFINES_IDENTIFIER", DEFINES_IDENTIFIER),
-            _ => tuned("DEFINES_MENTIONED", DEFINES_MENTIONED),
-        };
-        // `Router` asks for the module `Router` before the function `router`.
-        if profile.kind == QueryKind::Identifier
-            && defined_as_written.iter().any(|d| profile.typed.contains(d))
-        {
-            factor *= tuned("DEFINES_AS_TYPED", DEFINES_AS_TYPED);
-        }
-        why.push("defines a name the query asks for".to_string());
-    } else if profile.kind == QueryKind::Prose
-        && defined
-            .iter()
-            .any(|d| profile.spelled.iter().any(|s| singular(d) == s))
-    {
-        factor *= tuned("DEFINES_WORDS", DEFINES_WORDS);
-        why.push("defines a name the query's words spell".to_string());
-    }
-    let (dirs, stem) = path_parts(&hit.path);
-    let words = stem_words(&hit.path);
-    let named = file_words
-        .iter()
-        .filter(|(w, _)| names_file(w, &stem, &words, profile.names_by_prefix(w)))
-        .max_by(|a, b| a.1.total_cmp(&b.1));
-    let file_word = named.map(|(w, _)| *w);
-    if let Some((word, weight)) = named {
-        factor *= 1.0 + (tuned("FILE_NAMED", FILE_NAMED) - 1.0) * weight;
-        why.push(format!("file named by `{word}`"));
-    } else if let Some(acronym) = profile
-        .acronyms
-        .iter()
-        .find(|a| stem == **a || words.iter().any(|w| w == *a))
-    {
-        factor *= tuned("FILE_NAMED", FILE_NAMED);
-        why.push(format!("file named by `{acronym}`"));
-    } else if profile
-        .words
-        .iter()
-        .any(|w| singular(w) == singular(&stem) || stem_of(w) == singular(&stem))
-        && view.has_directory(module_directory(&hit.path))
-    {
-        // A module's own file beside its directory (`command.rb` beside `command/`, `de.rs`
-        // beside `de/`, `Encoding.hs` beside `Encoding/`) is named by its word however many
-        // files the word names below: the module answers before what it gathers.
-        factor *= tuned("FILE_NAMED", FILE_NAMED);
-        why.push(format!("the module `{stem}` beside its directory"));
-    }
-    // A file whose whole name the query spells, word by word (`syslog handler` ->
-    // `SyslogHandler.php`), more so the more words it takes (`HttpClientEngine` over
-    // `HttpClient`).
-    if profile.kind == QueryKind::Prose && spelled_by(&profile.words, &words) {
-        factor *= tuned("FILE_SPELLED", FILE_SPELLED).powi(words.len() as i32 - 1);
-        why.push("file named by the query's words in a row".to_string());
-    }
-    // A directory named by another word tells apart files of one name (`binding/json.go`
-    // from `render/json.go` for "JSON request binding"), as much as the word is specific
-    // to a part of the project.
-    if let Some((word, weight)) = profile.words.iter().zip(rarity).find(|(w, _)| {
-        Some(w.as_str()) != file_word && dirs.iter().any(|d| d == *w || singular(d) == singular(w))
-    }) {
-        factor *= 1.0 + (tuned("DIRECTORY_NAMED", DIRECTORY_NAMED) - 1.0) * weight;
-        why.push(format!("directory named by `{word}`"));
-    }
-    if superseded(&hit.path, &profile.words, view) {
-        factor *= tuned("OLD_VERSION", OLD_VERSION);
-        why.push("an older version beside a newer one (lower)".to_string());
-    }
-    if !profile.wants_secondary && is_secondary_path(&hit.path) {
-        factor *= tuned("SECONDARY_PATH", SECONDARY_PATH);
-        why.push("test, doc, example or generated path (lower)".to_string());
-    }
-    if is_reexport(&hit.body) {
-        factor *= tuned("REEXPORT", REEXPORT);
-        why.push("re-exports only (lower)".to_string());
-    }
-    (factor, why)
-}
-
 /// Words that carry no signal for ranking: English stop words, and words every code question
 /// uses (`function`, `implementation`, ...).
 fn is_stopword(word: &str) -> bool {
@@ -549,7 +461,9 @@ fn is_stopword(word: &str) -> bool {
         )
 }
 
+mod evidence;
 mod paths;
 #[cfg(test)]
 mod tests;
 mod text;
+pub mod trace;

@@ -1,6 +1,8 @@
 //! Unit tests of the ranking stage: one behaviour (one query kind, one prior) each.
 
 use super::*;
+use paths::{is_secondary_path, module_directory, spelled_by};
+use text::defines_in_text;
 
 struct Symbols(Vec<(&'static str, &'static str)>);
 

@@ -1,0 +1,301 @@
+//! What the ranking stage's rules see in one candidate ([`Evidence`]), and the factor they
+//! make of it. Reading the evidence and weighing it are kept apart so each can be traced
+//! (`trace.rs`) and fitted.
+
+use super::paths::{
+    is_secondary_path, module_directory, names_file, path_parts, singular, spelled_by, stem_of,
+    stem_words, superseded,
+};
+use super::text::{defines_in_text, is_reexport};
+use super::{
+    DEFINES_AS_TYPED, DEFINES_IDENTIFIER, DEFINES_MENTIONED, DEFINES_WORDS, DIRECTORY_NAMED,
+    FILE_NAMED, FILE_SPELLED, IndexView, OLD_VERSION, Profile, QueryKind, REEXPORT, SECONDARY_PATH,
+    tuned,
+};
+use crate::index::lexical::LexicalHit;
+
+/// How a candidate defines what the query asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Defines {
+    /// It defines none of the query's names.
+    #[default]
+    None,
+    /// The identifier the query is; `typed`: spelled as typed (`Router`, not `router`).
+    Identifier { typed: bool },
+    /// A code word used inside a sentence.
+    Mentioned,
+    /// A name spelled out by two adjacent query words (`join sets` -> `JoinSet`).
+    Words,
+}
+
+/// Why a file is named by the query.
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Named {
+    /// It is not.
+    #[default]
+    No,
+    /// Its stem is a query word, of this rarity weight (0 to 1).
+    Word(f32),
+    /// Its stem is the initials of three query words.
+    Acronym,
+    /// A module's own file beside its directory.
+    Module,
+}
+
+/// What the rules see in one candidate.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Evidence {
+    /// Its definitions of the query's names.
+    pub defines: Defines,
+    /// Its file's name against the query's words.
+    pub named: Named,
+    /// Words after the first of a file name the query spells in a row (0: not spelled).
+    pub spelled: u32,
+    /// The rarity weight (0 to 1) of a query word naming its directory, if one does.
+    pub directory: Option<f32>,
+    /// An older version beside a newer one.
+    pub old_version: bool,
+    /// Tests, examples, docs, generated code, not asked for.
+    pub secondary: bool,
+    /// It only re-exports or imports.
+    pub reexport: bool,
+    /// The words behind `named` and `directory`, for `why`.
+    words: (String, String),
+}
+
+impl Evidence {
+    /// Read `hit` for `profile`. `file_words`: the query words that tell files apart by name,
+    /// with their weights; `rarity`: each query word's.
+    pub fn read(
+        profile: &Profile,
+        file_words: &[(&str, f32)],
+        rarity: &[f32],
+        hit: &LexicalHit,
+        view: &dyn IndexView,
+    ) -> Evidence {
+        let mut out = Evidence::default();
+        // The index is read only when a rule below can use what it says.
+        let defined_as_written = if !profile.names.is_empty() || profile.kind == QueryKind::Prose {
+            view.defined_in(hit)
+        } else {
+            Vec::new()
+        };
+        let defined: Vec<String> = defined_as_written
+            .iter()
+            .map(|d| d.to_lowercase())
+            .collect();
+        if !profile.names.is_empty()
+            && (defined.iter().any(|d| profile.names.contains(d)) || {
+                let lower = hit.body.to_lowercase();
+                profile.names.iter().any(|n| defines_in_text(&lower, n))
+            })
+        {
+            out.defines = match profile.kind {
+                // `Router` asks for the module `Router` before the function `router`.
+                QueryKind::Identifier => Defines::Identifier {
+                    typed: defined_as_written.iter().any(|d| profile.typed.contains(d)),
+                },
+                _ => Defines::Mentioned,
+            };
+        } else if profile.kind == QueryKind::Prose
+            && defined
+                .iter()
+                .any(|d| profile.spelled.iter().any(|s| singular(d) == s))
+        {
+            out.defines = Defines::Words;
+        }
+        let (dirs, stem) = path_parts(&hit.path);
+        let words = stem_words(&hit.path);
+        let named = file_words
+            .iter()
+            .filter(|(w, _)| names_file(w, &stem, &words, profile.names_by_prefix(w)))
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        let file_word = named.map(|(w, _)| *w);
+        if let Some((word, weight)) = named {
+            out.named = Named::Word(*weight);
+            out.words.0 = word.to_string();
+        } else if let Some(acronym) = profile
+            .acronyms
+            .iter()
+            .find(|a| stem == **a || words.iter().any(|w| w == *a))
+        {
+            out.named = Named::Acronym;
+            out.words.0 = acronym.clone();
+        } else if profile
+            .words
+            .iter()
+            .any(|w| singular(w) == singular(&stem) || stem_of(w) == singular(&stem))
+            && view.has_directory(module_directory(&hit.path))
+        {
+            // A module's own file beside its directory (`command.rb` beside `command/`,
+            // `de.rs` beside `de/`, `Encoding.hs` beside `Encoding/`) is named by its word
+            // however many files the word names below: the module answers before what it
+            // gathers.
+            out.named = Named::Module;
+            out.words.0 = stem.clone();
+        }
+        // A file whose whole name the query spells, word by word (`syslog handler` ->
+        // `SyslogHandler.php`), more so the more words it takes (`HttpClientEngine` over
+        // `HttpClient`).
+        if profile.kind == QueryKind::Prose && spelled_by(&profile.words, &words) {
+            out.spelled = words.len().saturating_sub(1) as u32;
+        }
+        // A directory named by another word tells apart files of one name (`binding/json.go`
+        // from `render/json.go` for "JSON request binding"), as much as the word is specific
+        // to a part of the project.
+        if let Some((word, weight)) = profile.words.iter().zip(rarity).find(|(w, _)| {
+            Some(w.as_str()) != file_word
+                && dirs.iter().any(|d| d == *w || singular(d) == singular(w))
+        }) {
+            out.directory = Some(*weight);
+            out.words.1 = word.clone();
+        }
+        out.old_version = superseded(&hit.path, &profile.words, view);
+        out.secondary = !profile.wants_secondary && is_secondary_path(&hit.path);
+        out.reexport = is_reexport(&hit.body);
+        out
+    }
+
+    /// The product of the factors the evidence earns, and each rule that applied, in words.
+    pub fn factor(&self) -> (f32, Vec<String>) {
+        let mut factor = 1.0;
+        let mut why = Vec::new();
+        match self.defines {
+            Defines::None => {}
+            Defines::Identifier { typed } => {
+                factor *= tuned("DEFINES_IDENTIFIER", DEFINES_IDENTIFIER);
+                if typed {
+                    factor *= tuned("DEFINES_AS_TYPED", DEFINES_AS_TYPED);
+                }
+                why.push("defines a name the query asks for".to_string());
+            }
+            Defines::Mentioned => {
+                factor *= tuned("DEFINES_MENTIONED", DEFINES_MENTIONED);
+                why.push("defines a name the query asks for".to_string());
+            }
+            Defines::Words => {
+                factor *= tuned("DEFINES_WORDS", DEFINES_WORDS);
+                why.push("defines a name the query's words spell".to_string());
+            }
+        }
+        let word = &self.words.0;
+        match self.named {
+            Named::No => {}
+            Named::Word(weight) => {
+                factor *= 1.0 + (tuned("FILE_NAMED", FILE_NAMED) - 1.0) * weight;
+                why.push(format!("file named by `{word}`"));
+            }
+            Named::Acronym => {
+                factor *= tuned("FILE_NAMED", FILE_NAMED);
+                why.push(format!("file named by `{word}`"));
+            }
+            Named::Module => {
+                factor *= tuned("FILE_NAMED", FILE_NAMED);
+                why.push(format!("the module `{word}` beside its directory"));
+            }
+        }
+        if self.spelled > 0 {
+            factor *= tuned("FILE_SPELLED", FILE_SPELLED).powi(self.spelled as i32);
+            why.push("file named by the query's words in a row".to_string());
+        }
+        if let Some(weight) = self.directory {
+            factor *= 1.0 + (tuned("DIRECTORY_NAMED", DIRECTORY_NAMED) - 1.0) * weight;
+            why.push(format!("directory named by `{}`", self.words.1));
+        }
+        if self.old_version {
+            factor *= tuned("OLD_VERSION", OLD_VERSION);
+            why.push("an older version beside a newer one (lower)".to_string());
+        }
+        if self.secondary {
+            factor *= tuned("SECONDARY_PATH", SECONDARY_PATH);
+            why.push("test, doc, example or generated path (lower)".to_string());
+        }
+        if self.reexport {
+            factor *= tuned("REEXPORT", REEXPORT);
+            why.push("re-exports only (lower)".to_string());
+        }
+        (factor, why)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A project where `broadcast` is rare and `sync/` is a directory.
+    struct Project;
+
+    impl IndexView for Project {
+        fn defined_in(&self, _hit: &LexicalHit) -> Vec<String> {
+            Vec::new()
+        }
+
+        fn doc_share(&self, word: &str) -> f32 {
+            if word == "broadcast" { 0.01 } else { 0.0 }
+        }
+
+        fn has_directory(&self, dir: &str) -> bool {
+            dir == "sync"
+        }
+
+        fn has_file(&self, _path: &str) -> bool {
+            false
+        }
+    }
+
+    fn hit(path: &str) -> LexicalHit {
+        LexicalHit {
+            chunk_id: 0,
+            path: path.into(),
+            start_line: 1,
+            end_line: 10,
+            language: "rust".into(),
+            symbol: None,
+            kind: None,
+            score: 1.0,
+            body: "fn body() { work(); }".into(),
+            why: Vec::new(),
+            defines: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn evidence_is_read_apart_from_its_weighing_and_traced_as_the_fit_reads_it() {
+        let project = Project;
+        let profile = Profile::new("broadcast channel in sync");
+        let hits = vec![hit("sync/broadcast.rs"), hit("tests/broadcast.rs")];
+        let shares: Vec<f32> = profile.words.iter().map(|w| project.doc_share(w)).collect();
+        let words = crate::search::rank::naming_words(&profile, &shares, &hits);
+        let rarity: Vec<f32> = shares
+            .iter()
+            .map(|s| crate::search::rank::rarity(*s).max(0.0))
+            .collect();
+        let main = Evidence::read(&profile, &words, &rarity, &hits[0], &project);
+        let test = Evidence::read(&profile, &words, &rarity, &hits[1], &project);
+        assert!(matches!(main.named, Named::Word(w) if w > 0.9));
+        assert!(main.directory.is_some() && !main.secondary);
+        assert!(test.secondary && test.directory.is_none());
+        let (main_factor, why) = main.factor();
+        let (test_factor, _) = test.factor();
+        assert!(main_factor > 1.5 && test_factor < main_factor * SECONDARY_PATH + 1e-6);
+        assert!(why.iter().any(|w| w == "file named by `broadcast`"));
+        // bench/fit-rank.py reads these fields by name.
+        let traced = serde_json::to_value(&test).unwrap();
+        for field in [
+            "defines",
+            "named",
+            "spelled",
+            "directory",
+            "old_version",
+            "secondary",
+            "reexport",
+            "words",
+        ] {
+            assert!(traced.get(field).is_some(), "{field} missing from {traced}");
+        }
+        assert_eq!(traced["defines"], "none");
+        assert!(traced["named"]["word"].as_f64().unwrap() > 0.9);
+    }
+}
