@@ -41,6 +41,11 @@ pub const LONG_QUERY_TERMS: usize = 16;
 /// (`AMANMCP_RANK_LONG_QUERY_FLOOR`).
 const LONG_QUERY_FLOOR: f32 = 0.25;
 
+/// The share of its weight the semantic ranking keeps for a one-identifier query
+/// (`AMANMCP_RANK_IDENTIFIER_SEMANTIC_WEIGHT`). semble's 90 symbol queries, default mode:
+/// 1 -> .984, 0.25 -> .986, 0 -> .990 (a trace replay, `bench/fit-rank.py`'s).
+const IDENTIFIER_SEMANTIC_WEIGHT: f32 = 0.0;
+
 /// Fusion parameters (`AMANMCP_RRF_K`, `AMANMCP_WEIGHT_LEXICAL`, `AMANMCP_WEIGHT_SEMANTIC`).
 #[derive(Debug, Clone, Copy)]
 pub struct Fusion {
@@ -80,12 +85,17 @@ impl Fusion {
         }
     }
 
-    /// The weights for a query of `n_terms` distinct terms. Long queries (pasted issues,
-    /// tracebacks) lean on words: the vectors see only their start (the built-in model reads
-    /// 128 tokens) while BM25 weighs every identifier in them. Past [`LONG_QUERY_TERMS`]
-    /// terms the semantic weight shrinks in proportion, to no less than a quarter.
-    pub fn for_query(&self, n_terms: usize) -> Fusion {
-        let scale = if n_terms > LONG_QUERY_TERMS {
+    /// The weights for a query of `n_terms` distinct terms; `identifier`: the query is one
+    /// identifier (`JoinSet`, `Session.request`). Long queries (pasted issues, tracebacks)
+    /// lean on words: the vectors see only their start (the built-in model reads 128 tokens)
+    /// while BM25 weighs every identifier in them. Past [`LONG_QUERY_TERMS`] terms the
+    /// semantic weight shrinks in proportion, to no less than a quarter. An identifier is
+    /// asked for by its spelling: the vector of one word says less than where it is written,
+    /// so the vectors weigh [`IDENTIFIER_SEMANTIC_WEIGHT`] (their chunks still follow BM25's).
+    pub fn for_query(&self, n_terms: usize, identifier: bool) -> Fusion {
+        let scale = if identifier {
+            super::rank::tuned("IDENTIFIER_SEMANTIC_WEIGHT", IDENTIFIER_SEMANTIC_WEIGHT)
+        } else if n_terms > LONG_QUERY_TERMS {
             (LONG_QUERY_TERMS as f32 / n_terms as f32)
                 .max(super::rank::tuned("LONG_QUERY_FLOOR", LONG_QUERY_FLOOR))
         } else {
@@ -278,7 +288,7 @@ mod tests {
             "vectors #1 (no BM25 match ranked)"
         );
         assert_eq!(
-            legs_why(&even.for_query(32), Some(0), Some(2), true),
+            legs_why(&even.for_query(32, false), Some(0), Some(2), true),
             "BM25 #1, vectors #3; weighed BM25 1.00, vectors 0.50"
         );
         assert_eq!(legs_why(&even, None, Some(4), false), "vectors #5");
@@ -302,11 +312,20 @@ mod tests {
     #[test]
     fn long_queries_lean_on_words() {
         let fusion = Fusion::default();
-        assert_eq!(fusion.for_query(5).semantic_weight, 1.0);
-        assert_eq!(fusion.for_query(16).semantic_weight, 1.0);
-        assert_eq!(fusion.for_query(32).semantic_weight, 0.5);
-        assert_eq!(fusion.for_query(400).semantic_weight, 0.25);
-        assert_eq!(fusion.for_query(400).lexical_weight, 1.0);
+        assert_eq!(fusion.for_query(5, false).semantic_weight, 1.0);
+        assert_eq!(fusion.for_query(16, false).semantic_weight, 1.0);
+        assert_eq!(fusion.for_query(32, false).semantic_weight, 0.5);
+        assert_eq!(fusion.for_query(400, false).semantic_weight, 0.25);
+        assert_eq!(fusion.for_query(400, false).lexical_weight, 1.0);
+        // One identifier: BM25 alone orders the candidates; the vectors' own come after.
+        let identifier = fusion.for_query(1, true);
+        assert_eq!(identifier.semantic_weight, 0.0);
+        let order: Vec<u64> = identifier
+            .fuse(&[(1, 5.0), (2, 4.0)], &[(3, 0.9), (2, 0.8), (1, 0.7)])
+            .iter()
+            .map(|f| f.id)
+            .collect();
+        assert_eq!(order, vec![1, 2, 3]);
     }
 
     #[test]

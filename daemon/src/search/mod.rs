@@ -235,7 +235,10 @@ impl Searcher<'_> {
             }
         };
         let (lexical_hits, lexical_total) = lexical?;
-        let fusion = self.config.fusion.for_query(terms.len());
+        let fusion = self
+            .config
+            .fusion
+            .for_query(terms.len(), profile.kind == rank::QueryKind::Identifier);
         // A pasted issue's fused scores keep BM25's gaps: RRF's scores fall by rank alone
         // (1/61, 1/62, ...), so the ranking stage's priors would reorder a long query's
         // confident BM25 answer as freely as a tie. Each fused score is scaled by the chunk's
