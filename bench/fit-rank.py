@@ -33,7 +33,7 @@ RANK_SOURCE = Path(__file__).resolve().parent.parent / "daemon/src/search/rank/m
 # other chunks (FILE_EVIDENCE) and coverage (COVERAGE_POWER, COVERAGE_FLOOR) take values.
 RULES = [
     "DEFINES_IDENTIFIER", "DEFINES_AS_TYPED", "DEFINES_MENTIONED", "DEFINES_WORDS", "FILE_NAMED",
-    "FILE_SPELLED", "DIRECTORY_NAMED", "SECONDARY_PATH", "OLD_VERSION", "REEXPORT",
+    "FILE_SPELLED", "DIRECTORY_NAMED", "SECONDARY_PATH", "OLD_VERSION",
 ]
 LOG_MULTIPLIERS = [0, 0.25, 0.5, 0.75, 1, 1.25, 1.5, 2, 3]
 VALUES = {
@@ -115,7 +115,6 @@ class Candidates:
                     ("spelled", e["spelled"]), ("directory", e["directory"] is not None),
                     ("directory_weight", e["directory"] or 0.0),
                     ("old_version", e["old_version"]), ("secondary", e["secondary"]),
-                    ("reexport", e["reexport"]),
                 ]:
                     cols[key].append(value)
         for key, values in cols.items():
@@ -141,7 +140,6 @@ class Candidates:
         f *= np.where(self.directory, 1 + (c["DIRECTORY_NAMED"] - 1) * self.directory_weight, 1.0)
         f *= np.where(self.old_version, c["OLD_VERSION"], 1.0)
         f *= np.where(self.secondary, c["SECONDARY_PATH"], 1.0)
-        f *= np.where(self.reexport, c["REEXPORT"], 1.0)
         return f
 
     def with_file_evidence(self, s, share):

@@ -252,8 +252,8 @@ fn a_module_file_answers_before_the_files_it_gathers() {
 #[test]
 fn a_rare_word_finds_its_only_chunk_before_what_meaning_alone_found() {
     let env = TestEnv::new();
-    // The only chunk holding the word is a re-export file (ranked down as such); a file of
-    // many chunks, none holding it, gathers file evidence from the vectors' neighbours.
+    // The only chunk holding the word is a re-export file; a file of many chunks, none
+    // holding it, gathers file evidence from the vectors' neighbours.
     let mut body = String::new();
     for i in 0..12 {
         body.push_str(&format!(

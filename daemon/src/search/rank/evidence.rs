@@ -6,11 +6,10 @@ use super::paths::{
     is_secondary_path, module_directory, names_file, path_parts, singular, spelled_by, stem_of,
     stem_words, superseded,
 };
-use super::text::{defines_in_text, is_reexport};
+use super::text::defines_in_text;
 use super::{
     DEFINES_AS_TYPED, DEFINES_IDENTIFIER, DEFINES_MENTIONED, DEFINES_WORDS, DIRECTORY_NAMED,
-    FILE_NAMED, FILE_SPELLED, IndexView, OLD_VERSION, Profile, QueryKind, REEXPORT, SECONDARY_PATH,
-    tuned,
+    FILE_NAMED, FILE_SPELLED, IndexView, OLD_VERSION, Profile, QueryKind, SECONDARY_PATH, tuned,
 };
 use crate::index::lexical::LexicalHit;
 
@@ -59,8 +58,6 @@ pub struct Evidence {
     pub old_version: bool,
     /// Tests, examples, docs, generated code, not asked for.
     pub secondary: bool,
-    /// It only re-exports or imports.
-    pub reexport: bool,
     /// The words behind `named` and `directory`, for `why`.
     words: (String, String),
 }
@@ -154,7 +151,6 @@ impl Evidence {
         }
         out.old_version = superseded(&hit.path, &profile.words, view);
         out.secondary = !profile.wants_secondary && is_secondary_path(&hit.path);
-        out.reexport = is_reexport(&hit.body);
         out
     }
 
@@ -211,10 +207,6 @@ impl Evidence {
         if self.secondary {
             factor *= tuned("SECONDARY_PATH", SECONDARY_PATH);
             why.push("test, doc, example or generated path (lower)".to_string());
-        }
-        if self.reexport {
-            factor *= tuned("REEXPORT", REEXPORT);
-            why.push("re-exports only (lower)".to_string());
         }
         (factor, why)
     }
@@ -290,7 +282,6 @@ mod tests {
             "directory",
             "old_version",
             "secondary",
-            "reexport",
             "words",
         ] {
             assert!(traced.get(field).is_some(), "{field} missing from {traced}");

@@ -10,8 +10,8 @@
 //!   (`syslog handler` -> `SyslogHandler.php`) more so;
 //! - *path priors*: tests, examples, docs, benchmarks, vendored and generated code rank lower
 //!   unless the query asks for them (a pasted issue never does: it names its failing test
-//!   as context); re-export files (`__init__.py`, `index.ts`, `mod.rs`
-//!   holding only imports) too;
+//!   as context). A re-export file (`__init__.py`, `index.ts`, `mod.rs` holding only
+//!   imports) is not ranked down: a hub answers questions about what it gathers;
 //! - *file evidence*: a file with several matching chunks is likely the place: part of its
 //!   other chunks' scores flows to each of its chunks;
 //! - *coverage*: a file whose candidate chunks and path hold more of the query's words
@@ -59,8 +59,6 @@ const SECONDARY_PATH: f32 = 0.3;
 /// beside the current one (`v1/fields.py`, `deprecated/fields.py` next to `fields.py`), unless
 /// the query names it.
 const OLD_VERSION: f32 = 0.5;
-/// A chunk that only re-exports or imports.
-const REEXPORT: f32 = 0.6;
 /// Share of a file's other chunks' scores added to each of its chunks (the best other chunk
 /// counts fully, the next half, then a quarter, ...).
 const FILE_EVIDENCE: f32 = 0.5;

@@ -1,6 +1,5 @@
 //! What a chunk's text says when the syntax walk has not named it: whether it defines a
-//! name (by a definition keyword or an assignment at its top level), and whether it only
-//! re-exports or imports.
+//! name (by a definition keyword or an assignment at its top level).
 
 /// Words that introduce a definition in the languages the index reads (and those it only
 /// reads as text: Lua, Haskell, Kotlin, Swift, Elixir, Zig, ...).
@@ -122,38 +121,4 @@ fn find_word(text: &str, word: &str) -> Option<usize> {
         from = at + word.len().max(1);
     }
     None
-}
-
-/// A chunk whose non-blank, non-comment lines are all imports, re-exports or module
-/// declarations.
-pub(super) fn is_reexport(body: &str) -> bool {
-    let mut n = 0;
-    for line in body.lines().map(str::trim) {
-        if line.is_empty()
-            || line.starts_with("//")
-            || line.starts_with('#') && !line.starts_with("#include")
-            || line.starts_with("/*")
-            || line.starts_with('*')
-        {
-            continue;
-        }
-        let import = line.starts_with("import ")
-            || line.starts_with("from ")
-            || line.starts_with("export * ")
-            || line.starts_with("export {")
-            || line.starts_with("pub use ")
-            || line.starts_with("use ")
-            || line.starts_with("pub mod ")
-            || line.starts_with("mod ")
-            || line.starts_with("require")
-            || line.starts_with("module.exports")
-            || line.starts_with('}')
-            || line.starts_with(')')
-            || line.ends_with(',');
-        if !import {
-            return false;
-        }
-        n += 1;
-    }
-    n > 0
 }
