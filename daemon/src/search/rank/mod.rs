@@ -275,10 +275,17 @@ pub fn rank(profile: &Profile, hits: Vec<LexicalHit>, view: &dyn IndexView) -> V
             let evidence = Evidence::read(profile, &file_words, &rarity, &hit, view);
             let (factor, why) = evidence.factor();
             if tracing {
+                // Which of the query's words (by stem) the chunk's text and its path hold.
+                let (body, path) = (hit.body.to_lowercase(), hit.path.to_lowercase());
+                let holds = |text: &str| -> Vec<bool> {
+                    let stems = profile.words.iter().map(|w| paths::stem_of(w));
+                    stems.map(|stem| text.contains(stem)).collect()
+                };
                 traced.push(serde_json::json!({
                     "id": hit.chunk_id, "path": hit.path, "start": hit.start_line,
                     "end": hit.end_line, "base": base, "retrieval": hit.why.first(),
-                    "evidence": evidence,
+                    "evidence": evidence, "holds": holds(&body), "path_holds": holds(&path),
+                    "lines": hit.end_line.saturating_sub(hit.start_line) + 1,
                 }));
             }
             // Retrieval's account (fusion's ranks) first, then the priors.
