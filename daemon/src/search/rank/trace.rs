@@ -1,8 +1,8 @@
 //! For fitting the ranking stage offline (`bench/fit-rank.py`): with
 //! `AMANMCP_RANK_TRACE=<file>` in the daemon's environment, each search appends one JSON line
 //! per ranking to that file: the query, and every candidate's retrieval account, evidence
-//! ([`super::evidence::Evidence`]) and file coverage. Unset (always, outside the bench),
-//! nothing is written and nothing is built.
+//! ([`super::evidence::Evidence`]), the query words its text and path hold, and its file's
+//! coverage. Unset (always, outside the bench), nothing is written and nothing is built.
 
 use std::io::Write;
 use std::sync::{Mutex, OnceLock};
