@@ -215,49 +215,20 @@ impl Evidence {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A project where `broadcast` is rare and `sync/` is a directory.
-    struct Project;
-
-    impl IndexView for Project {
-        fn defined_in(&self, _hit: &LexicalHit) -> Vec<String> {
-            Vec::new()
-        }
-
-        fn doc_share(&self, word: &str) -> f32 {
-            if word == "broadcast" { 0.01 } else { 0.0 }
-        }
-
-        fn has_directory(&self, dir: &str) -> bool {
-            dir == "sync"
-        }
-
-        fn has_file(&self, _path: &str) -> bool {
-            false
-        }
-    }
-
-    fn hit(path: &str) -> LexicalHit {
-        LexicalHit {
-            chunk_id: 0,
-            path: path.into(),
-            start_line: 1,
-            end_line: 10,
-            language: "rust".into(),
-            symbol: None,
-            kind: None,
-            score: 1.0,
-            body: "fn body() { work(); }".into(),
-            why: Vec::new(),
-            defines: Vec::new(),
-        }
-    }
+    use crate::search::rank::tests::{Project, hit};
 
     #[test]
     fn evidence_is_read_apart_from_its_weighing_and_traced_as_the_fit_reads_it() {
-        let project = Project;
+        let project = Project {
+            shares: vec![("broadcast", 0.01)],
+            dirs: vec!["sync"],
+            ..Project::default()
+        };
         let profile = Profile::new("broadcast channel in sync");
-        let hits = vec![hit("sync/broadcast.rs"), hit("tests/broadcast.rs")];
+        let hits = vec![
+            hit("sync/broadcast.rs", 1.0),
+            hit("tests/broadcast.rs", 1.0),
+        ];
         let shares: Vec<f32> = profile.words.iter().map(|w| project.doc_share(w)).collect();
         let words = crate::search::rank::naming_words(&profile, &shares, &hits);
         let rarity: Vec<f32> = shares

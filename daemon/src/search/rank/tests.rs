@@ -30,10 +30,10 @@ impl IndexView for Symbols {
 
 /// A project seen through the stage: how common each word is, which directories exist.
 #[derive(Default)]
-struct Project {
-    shares: Vec<(&'static str, f32)>,
-    dirs: Vec<&'static str>,
-    files: Vec<&'static str>,
+pub(super) struct Project {
+    pub(super) shares: Vec<(&'static str, f32)>,
+    pub(super) dirs: Vec<&'static str>,
+    pub(super) files: Vec<&'static str>,
 }
 
 impl IndexView for Project {
@@ -64,7 +64,7 @@ fn order_in(project: &Project, query: &str, hits: Vec<LexicalHit>) -> Vec<String
         .collect()
 }
 
-fn hit(path: &str, score: f32) -> LexicalHit {
+pub(super) fn hit(path: &str, score: f32) -> LexicalHit {
     LexicalHit {
         chunk_id: 0,
         path: path.into(),
