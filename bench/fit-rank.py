@@ -102,8 +102,11 @@ class Candidates:
                     files += 1
                 defines, named = e["defines"], e["named"]
                 coverage = ranking["coverage"].get(hit["path"])
+                lexical_rank, vector_rank = leg_ranks(hit.get("retrieval"))
                 for key, value in [
-                    ("query", i), ("file", file_ids[hit["path"]]),
+                    ("query", i), ("file", file_ids[hit["path"]]), ("id", hit["id"]),
+                    ("lexical_rank", lexical_rank), ("vector_rank", vector_rank),
+                    ("one_identifier", ranking["kind"] == "Identifier"),
                     ("relevant", any(is_target(hit["path"], t) for t in q["targets"])),
                     ("exact", hit["id"] in ranking["exact"]),
                     ("coverage", np.nan if coverage is None else coverage), ("base", hit["base"]),
@@ -181,6 +184,48 @@ class Candidates:
         return self.ndcg(s)
 
 
+def leg_ranks(retrieval):
+    """A candidate's rank (from 0; -1: absent) in each leg, from the `why` fusion wrote
+    (`BM25 #3, vectors #12`)."""
+    found = [re.search(pattern + r" #(\d+)", retrieval or "") for pattern in ("BM25", "vectors")]
+    return [int(m.group(1)) - 1 if m else -1 for m in found]
+
+
+def partly_embedded(data, built, shares, seeds=3, k=60.0):
+    """Default mode while only a share of the chunks has its vector: each seed leaves a
+    random part of the candidates out of the vectors' ranking, and fusion (RRF, as
+    `fusion.rs`) runs again with the vectors weighted 1, by the share, or 0. Queries with no
+    BM25 candidate keep their traced scores."""
+    has_lexical = np.zeros(data.n_queries, bool)
+    np.logical_or.at(has_lexical, data.query, data.lexical_rank >= 0)
+    fused = has_lexical[data.query]
+    ids = np.unique(data.id)
+    traced = data.base
+    for share in shares:
+        means = {}
+        for seed in range(seeds):
+            embedded = set(ids[np.random.default_rng(seed).random(len(ids)) < share])
+            kept = (data.vector_rank >= 0) & np.array([i in embedded for i in data.id])
+            # Ranks among the vectors still there.
+            order = np.lexsort((np.where(kept, data.vector_rank, 1 << 30), data.query))
+            first = np.r_[0, np.flatnonzero(data.query[order][1:] != data.query[order][:-1]) + 1]
+            rank = np.arange(len(order)) - np.repeat(first, np.diff(np.r_[first, len(order)]))
+            vector_rank = np.full(len(order), -1)
+            vector_rank[order] = np.where(kept[order], rank, -1)
+            for label, weight in [("equal weight", 1.0), ("weighted by the share", share),
+                                  ("vectors off", 0.0)]:
+                w = np.where(data.one_identifier, 0.0, weight)
+                rrf = (np.where(data.lexical_rank >= 0, 1 / (k + data.lexical_rank + 1), 0)
+                       + w * np.where(vector_rank >= 0, 1 / (k + vector_rank + 1), 0))
+                best = np.zeros(data.n_queries)
+                np.maximum.at(best, data.query, rrf)
+                data.base = np.where(fused, rrf / np.maximum(best[data.query], 1e-12), traced)
+                means.setdefault(label, []).append(data.score(built).mean())
+                data.base = traced
+        print(f"  {share:.2f} of the chunks embedded: " + ", ".join(
+            f"{label} {np.mean(v):.4f}" for label, v in means.items()))
+
+
 def fit(data, mask, built, min_gain, passes=3):
     """Coordinate ascent on the mean NDCG@10 of the queries in `mask`; a constant moves only
     for a gain of at least `min_gain`."""
@@ -213,6 +258,9 @@ def main():
     parser.add_argument("--mode", default="hybrid")
     parser.add_argument("--min-gain", type=float, default=0.001,
                         help="least gain in mean NDCG@10 for which a constant moves")
+    parser.add_argument("--embedded-shares", type=float, nargs="*",
+                        help="instead of fitting, replay default mode with only these shares "
+                             "of the chunks embedded (e.g. 0.25 0.5 0.75)")
     args = parser.parse_args()
     queries = load(args.trace, args.dump, args.mode)
     data = Candidates(queries)
@@ -221,6 +269,9 @@ def main():
     measured = np.mean([q[args.mode]["ndcg"] for q in queries])
     print(f"{args.mode}, {len(queries)} queries: replay of the stage as built {as_built.mean():.4f} "
           f"(the benchmark measured {measured:.4f})")
+    if args.embedded_shares:
+        partly_embedded(data, built, args.embedded_shares)
+        return
     fitted, in_sample = fit(data, np.ones(data.n_queries, bool), built, args.min_gain)
     print(f"fit on all repositories: {in_sample:.4f}, moving {changed(fitted, built) or 'nothing'}")
     held_out = np.zeros(data.n_queries)

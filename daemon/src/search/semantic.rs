@@ -10,14 +10,15 @@ use crate::embed::{EmbedError, Embedding};
 use crate::error::IndexError;
 
 impl Searcher<'_> {
-    /// Chunk ids nearest to the query vector, best first, within the filters; and whether
-    /// every chunk had its vector. `Err` says why vectors cannot be used.
+    /// Chunk ids nearest to the query vector, best first, within the filters; and the share
+    /// of the project's chunks that have their vector (1: every one). `Err` says why vectors
+    /// cannot be used.
     pub(super) fn semantic_ranking(
         &self,
         query_vector: impl FnOnce(&Embedding) -> Result<Arc<Vec<f32>>, EmbedError>,
         depth: usize,
         filters: &Filters,
-    ) -> Result<(Vec<(u64, f32)>, bool), String> {
+    ) -> Result<(Vec<(u64, f32)>, f32), String> {
         let Some(embedding) = &self.config.embedding else {
             return Err("semantic search is off (AMANMCP_EMBEDDER=off)".into());
         };
@@ -31,13 +32,19 @@ impl Searcher<'_> {
             .store
             .nearest(&vector, depth, candidates.as_ref(), self.config.ann_effort)
             .map_err(|e| e.to_string())?;
-        let complete = self.index.progress.pending.load(Ordering::Relaxed) == 0;
+        let pending = self.index.progress.pending.load(Ordering::Relaxed);
+        let chunks = self.index.progress.chunks.load(Ordering::Relaxed);
+        let seen = if pending == 0 || chunks == 0 {
+            1.0
+        } else {
+            chunks.saturating_sub(pending) as f32 / chunks as f32
+        };
         // Cosine distances to similarities: larger is nearer, as fusion expects.
         let ranking = found
             .into_iter()
             .map(|(id, distance)| (id, 1.0 - distance))
             .collect();
-        Ok((ranking, complete))
+        Ok((ranking, seen))
     }
 
     /// Chunk ids of the files passing the path and language filters.

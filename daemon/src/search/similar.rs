@@ -36,8 +36,8 @@ impl Searcher<'_> {
                 mentioned: &[],
             })?,
         };
-        let (ranking, semantic) = match params.mode {
-            SearchMode::Lexical => (Vec::new(), Semantic::NotUsed),
+        let (ranking, seen, semantic) = match params.mode {
+            SearchMode::Lexical => (Vec::new(), 1.0, Semantic::NotUsed),
             _ => {
                 let text = crate::embed::worker::document_text(
                     found
@@ -58,8 +58,14 @@ impl Searcher<'_> {
                     depth,
                     &filters,
                 ) {
-                    Ok((ranking, complete)) => (ranking, Semantic::Used { complete }),
-                    Err(reason) => (Vec::new(), Semantic::Unavailable(reason)),
+                    Ok((ranking, seen)) => (
+                        ranking,
+                        seen,
+                        Semantic::Used {
+                            complete: seen >= 1.0,
+                        },
+                    ),
+                    Err(reason) => (Vec::new(), 1.0, Semantic::Unavailable(reason)),
                 }
             }
         };
@@ -68,7 +74,7 @@ impl Searcher<'_> {
             lexical_hits,
             lexical_total as u64,
             &ranking,
-            &self.config.fusion,
+            &self.config.fusion.seen(seen),
             Some(&excluded),
         )?;
         let hits: Vec<LexicalHit> = hits.into_iter().take(params.limit).collect();
