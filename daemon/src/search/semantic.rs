@@ -34,10 +34,11 @@ impl Searcher<'_> {
             .map_err(|e| e.to_string())?;
         let pending = self.index.progress.pending.load(Ordering::Relaxed);
         let chunks = self.index.progress.chunks.load(Ordering::Relaxed);
+        // 1 exactly when nothing is pending (callers read `seen >= 1` as complete).
         let seen = if pending == 0 || chunks == 0 {
             1.0
         } else {
-            chunks.saturating_sub(pending) as f32 / chunks as f32
+            (chunks.saturating_sub(pending) as f32 / chunks as f32).min(1.0 - f32::EPSILON)
         };
         // Cosine distances to similarities: larger is nearer, as fusion expects.
         let ranking = found
