@@ -114,9 +114,10 @@ class Candidates:
                     ("typed", isinstance(defines, dict) and defines["identifier"]["typed"]),
                     ("mentioned", defines == "mentioned"), ("words", defines == "words"),
                     ("named", named != "no"),
-                    ("named_weight", named["word"] if isinstance(named, dict) else 1.0),
+                    ("named_weight", named["word"]["weight"]
+                     if isinstance(named, dict) and "word" in named else 1.0),
                     ("spelled", e["spelled"]), ("directory", e["directory"] is not None),
-                    ("directory_weight", e["directory"] or 0.0),
+                    ("directory_weight", e["directory"]["weight"] if e["directory"] else 0.0),
                     ("old_version", e["old_version"]), ("secondary", e["secondary"]),
                 ]:
                     cols[key].append(value)

@@ -223,7 +223,7 @@ impl Searcher<'_> {
                 _ => self.index.lexical.search(&lexical_query(0, depth)),
             },
         );
-        let (ranking, seen) = match semantic {
+        let (ranking, embedded) = match semantic {
             Ok(found) => found,
             Err(reason) => {
                 // No vectors to be had: answer lexically, and say so.
@@ -239,7 +239,7 @@ impl Searcher<'_> {
             .config
             .fusion
             .for_query(terms.len(), profile.kind == rank::QueryKind::Identifier)
-            .seen(seen);
+            .seen(embedded.share());
         // A pasted issue's fused scores keep BM25's gaps: RRF's scores fall by rank alone
         // (1/61, 1/62, ...), so the ranking stage's priors would reorder a long query's
         // confident BM25 answer as freely as a tie. Each fused score is scaled by the chunk's
@@ -268,9 +268,7 @@ impl Searcher<'_> {
             self.page(&profile, hits, params, exact_first.as_ref()),
             total,
             params.offset,
-            Semantic::Used {
-                complete: seen >= 1.0,
-            },
+            embedded.used(),
         )
         .own_language(&own_language))
     }

@@ -5,20 +5,44 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::{Filters, Searcher};
+use super::{Filters, Searcher, Semantic};
 use crate::embed::{EmbedError, Embedding};
 use crate::error::IndexError;
 
+/// How many of the project's chunks had their vector when a search ran.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Embedded {
+    chunks: u64,
+    pending: u64,
+}
+
+impl Embedded {
+    /// The share of the project's chunks with their vector, 0 to 1 (1 when none is pending).
+    pub(super) fn share(self) -> f32 {
+        if self.pending == 0 || self.chunks == 0 {
+            1.0
+        } else {
+            self.chunks.saturating_sub(self.pending) as f32 / self.chunks as f32
+        }
+    }
+
+    /// What the search tells of the vectors it used.
+    pub(super) fn used(self) -> Semantic {
+        Semantic::Used {
+            complete: self.pending == 0,
+        }
+    }
+}
+
 impl Searcher<'_> {
-    /// Chunk ids nearest to the query vector, best first, within the filters; and the share
-    /// of the project's chunks that have their vector (1: every one). `Err` says why vectors
-    /// cannot be used.
+    /// Chunk ids nearest to the query vector, best first, within the filters; and how many
+    /// of the project's chunks had their vector. `Err` says why vectors cannot be used.
     pub(super) fn semantic_ranking(
         &self,
         query_vector: impl FnOnce(&Embedding) -> Result<Arc<Vec<f32>>, EmbedError>,
         depth: usize,
         filters: &Filters,
-    ) -> Result<(Vec<(u64, f32)>, f32), String> {
+    ) -> Result<(Vec<(u64, f32)>, Embedded), String> {
         let Some(embedding) = &self.config.embedding else {
             return Err("semantic search is off (AMANMCP_EMBEDDER=off)".into());
         };
@@ -32,20 +56,16 @@ impl Searcher<'_> {
             .store
             .nearest(&vector, depth, candidates.as_ref(), self.config.ann_effort)
             .map_err(|e| e.to_string())?;
-        let pending = self.index.progress.pending.load(Ordering::Relaxed);
-        let chunks = self.index.progress.chunks.load(Ordering::Relaxed);
-        // 1 exactly when nothing is pending (callers read `seen >= 1` as complete).
-        let seen = if pending == 0 || chunks == 0 {
-            1.0
-        } else {
-            (chunks.saturating_sub(pending) as f32 / chunks as f32).min(1.0 - f32::EPSILON)
+        let embedded = Embedded {
+            chunks: self.index.progress.chunks.load(Ordering::Relaxed),
+            pending: self.index.progress.pending.load(Ordering::Relaxed),
         };
         // Cosine distances to similarities: larger is nearer, as fusion expects.
         let ranking = found
             .into_iter()
             .map(|(id, distance)| (id, 1.0 - distance))
             .collect();
-        Ok((ranking, seen))
+        Ok((ranking, embedded))
     }
 
     /// Chunk ids of the files passing the path and language filters.

@@ -58,13 +58,7 @@ impl Searcher<'_> {
                     depth,
                     &filters,
                 ) {
-                    Ok((ranking, seen)) => (
-                        ranking,
-                        seen,
-                        Semantic::Used {
-                            complete: seen >= 1.0,
-                        },
-                    ),
+                    Ok((ranking, embedded)) => (ranking, embedded.share(), embedded.used()),
                     Err(reason) => (Vec::new(), 1.0, Semantic::Unavailable(reason)),
                 }
             }

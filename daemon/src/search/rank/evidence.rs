@@ -29,18 +29,25 @@ pub enum Defines {
 }
 
 /// Why a file is named by the query.
-#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Named {
     /// It is not.
     #[default]
     No,
-    /// Its stem is a query word, of this rarity weight (0 to 1).
-    Word(f32),
-    /// Its stem is the initials of three query words.
-    Acronym,
-    /// A module's own file beside its directory.
-    Module,
+    /// Its stem is this query word, of this rarity weight (0 to 1).
+    Word(Weighed),
+    /// Its stem is these initials of three query words.
+    Acronym(String),
+    /// It is this module's own file, beside its directory.
+    Module(String),
+}
+
+/// A query word and its rarity weight in the project (0 to 1).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Weighed {
+    pub word: String,
+    pub weight: f32,
 }
 
 /// What the rules see in one candidate.
@@ -52,14 +59,12 @@ pub struct Evidence {
     pub named: Named,
     /// Words after the first of a file name the query spells in a row (0: not spelled).
     pub spelled: u32,
-    /// The rarity weight (0 to 1) of a query word naming its directory, if one does.
-    pub directory: Option<f32>,
+    /// The query word naming its directory, if one does.
+    pub directory: Option<Weighed>,
     /// An older version beside a newer one.
     pub old_version: bool,
     /// Tests, examples, docs, generated code, not asked for.
     pub secondary: bool,
-    /// The words behind `named` and `directory`, for `why`.
-    words: (String, String),
 }
 
 impl Evidence {
@@ -111,15 +116,16 @@ impl Evidence {
             .max_by(|a, b| a.1.total_cmp(&b.1));
         let file_word = named.map(|(w, _)| *w);
         if let Some((word, weight)) = named {
-            out.named = Named::Word(*weight);
-            out.words.0 = word.to_string();
+            out.named = Named::Word(Weighed {
+                word: word.to_string(),
+                weight: *weight,
+            });
         } else if let Some(acronym) = profile
             .acronyms
             .iter()
             .find(|a| stem == **a || words.iter().any(|w| w == *a))
         {
-            out.named = Named::Acronym;
-            out.words.0 = acronym.clone();
+            out.named = Named::Acronym(acronym.clone());
         } else if profile
             .words
             .iter()
@@ -130,8 +136,7 @@ impl Evidence {
             // `de.rs` beside `de/`, `Encoding.hs` beside `Encoding/`) is named by its word
             // however many files the word names below: the module answers before what it
             // gathers.
-            out.named = Named::Module;
-            out.words.0 = stem.clone();
+            out.named = Named::Module(stem.clone());
         }
         // A file whose whole name the query spells, word by word (`syslog handler` ->
         // `SyslogHandler.php`), more so the more words it takes (`HttpClientEngine` over
@@ -146,8 +151,10 @@ impl Evidence {
             Some(w.as_str()) != file_word
                 && dirs.iter().any(|d| d == *w || singular(d) == singular(w))
         }) {
-            out.directory = Some(*weight);
-            out.words.1 = word.clone();
+            out.directory = Some(Weighed {
+                word: word.clone(),
+                weight: *weight,
+            });
         }
         out.old_version = superseded(&hit.path, &profile.words, view);
         out.secondary = !profile.wants_secondary && is_secondary_path(&hit.path);
@@ -176,29 +183,28 @@ impl Evidence {
                 why.push("defines a name the query's words spell".to_string());
             }
         }
-        let word = &self.words.0;
-        match self.named {
+        match &self.named {
             Named::No => {}
-            Named::Word(weight) => {
+            Named::Word(Weighed { word, weight }) => {
                 factor *= 1.0 + (tuned("FILE_NAMED", FILE_NAMED) - 1.0) * weight;
                 why.push(format!("file named by `{word}`"));
             }
-            Named::Acronym => {
+            Named::Acronym(acronym) => {
                 factor *= tuned("FILE_NAMED", FILE_NAMED);
-                why.push(format!("file named by `{word}`"));
+                why.push(format!("file named by `{acronym}`"));
             }
-            Named::Module => {
+            Named::Module(stem) => {
                 factor *= tuned("FILE_NAMED", FILE_NAMED);
-                why.push(format!("the module `{word}` beside its directory"));
+                why.push(format!("the module `{stem}` beside its directory"));
             }
         }
         if self.spelled > 0 {
             factor *= tuned("FILE_SPELLED", FILE_SPELLED).powi(self.spelled as i32);
             why.push("file named by the query's words in a row".to_string());
         }
-        if let Some(weight) = self.directory {
+        if let Some(Weighed { word, weight }) = &self.directory {
             factor *= 1.0 + (tuned("DIRECTORY_NAMED", DIRECTORY_NAMED) - 1.0) * weight;
-            why.push(format!("directory named by `{}`", self.words.1));
+            why.push(format!("directory named by `{word}`"));
         }
         if self.old_version {
             factor *= tuned("OLD_VERSION", OLD_VERSION);
@@ -237,8 +243,8 @@ mod tests {
             .collect();
         let main = Evidence::read(&profile, &words, &rarity, &hits[0], &project);
         let test = Evidence::read(&profile, &words, &rarity, &hits[1], &project);
-        assert!(matches!(main.named, Named::Word(w) if w > 0.9));
-        assert!(main.directory.is_some() && !main.secondary);
+        assert!(matches!(&main.named, Named::Word(w) if w.word == "broadcast" && w.weight > 0.9));
+        assert!(main.directory.as_ref().is_some_and(|d| d.word == "sync") && !main.secondary);
         assert!(test.secondary && test.directory.is_none());
         let (main_factor, why) = main.factor();
         let (test_factor, _) = test.factor();
@@ -253,11 +259,11 @@ mod tests {
             "directory",
             "old_version",
             "secondary",
-            "words",
         ] {
             assert!(traced.get(field).is_some(), "{field} missing from {traced}");
         }
         assert_eq!(traced["defines"], "none");
-        assert!(traced["named"]["word"].as_f64().unwrap() > 0.9);
+        assert_eq!(traced["named"]["word"]["word"], "broadcast");
+        assert!(traced["named"]["word"]["weight"].as_f64().unwrap() > 0.9);
     }
 }

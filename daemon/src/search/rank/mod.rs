@@ -285,7 +285,6 @@ pub fn rank(profile: &Profile, hits: Vec<LexicalHit>, view: &dyn IndexView) -> V
                     "id": hit.chunk_id, "path": hit.path, "start": hit.start_line,
                     "end": hit.end_line, "base": base, "retrieval": hit.why.first(),
                     "evidence": evidence, "holds": holds(&body), "path_holds": holds(&path),
-                    "lines": hit.end_line.saturating_sub(hit.start_line) + 1,
                 }));
             }
             // Retrieval's account (fusion's ranks) first, then the priors.
