@@ -4,7 +4,9 @@
 //! with a project's size. Each share is stated here; what uses it says so, and [`Gate`]
 //! bounds bytes handed from one thread to another (vectors on their way to the writer). Not
 //! under it: fixed costs (parsers, threads, the built-in model's weights, ~100 MB while
-//! indexing). The lowest layer: it reads the setting, nothing else.
+//! indexing). [`release_mapped_pages`] gives back the pages of an index's map that a pass or
+//! a search left resident, so those do not stay counted either. The lowest layer: it reads
+//! the setting and its own process's maps, nothing else.
 
 use std::sync::{Condvar, Mutex, OnceLock};
 
@@ -154,6 +156,69 @@ impl Gate {
     }
 }
 
+/// Give back the resident pages of `file`'s read-only shared mappings (an LMDB environment's
+/// map), returning how many bytes of such mappings were advised. The kernel keeps the pages in
+/// its page cache, so the next read faults them back in without I/O; until then they no
+/// longer count in the daemon's resident memory. An index's pages read by a pass, the vector
+/// graph's build or a search stayed resident while the daemon idled: 244 MB of a 20,000-file
+/// project's LMDB map, as much as the daemon's own memory. Linux only; elsewhere nothing.
+///
+/// # Safety
+/// Every mapping of `file` must stay mapped during the call (the caller holds what owns it):
+/// a range read from `/proc/self/maps` and unmapped meanwhile could be reused by another
+/// mapping, whose pages this would drop.
+pub unsafe fn release_mapped_pages(file: &std::path::Path) -> usize {
+    #[cfg(target_os = "linux")]
+    {
+        let Ok(file) = file.canonicalize() else {
+            return 0;
+        };
+        let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+            return 0;
+        };
+        let mut advised = 0;
+        for (start, end) in read_only_shared_mappings(&maps, &file) {
+            // SAFETY: [start, end) is a read-only shared mapping of `file`, mapped for the
+            // whole call (the caller's promise). MADV_DONTNEED on a shared file mapping only
+            // unmaps its pages from this process; the file's contents are untouched.
+            let done = unsafe {
+                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED)
+            };
+            if done == 0 {
+                advised += end - start;
+            }
+        }
+        advised
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = file;
+        0
+    }
+}
+
+/// The address ranges of `maps` (as `/proc/self/maps` writes it) mapping `file` read-only
+/// and shared (`r--s`): LMDB's map without `MDB_WRITEMAP`. A deleted file's mapping (its path
+/// followed by ` (deleted)`) is not `file`.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+fn read_only_shared_mappings(maps: &str, file: &std::path::Path) -> Vec<(usize, usize)> {
+    maps.lines()
+        .filter_map(|line| {
+            let mut fields = line.split_ascii_whitespace();
+            let (range, perms) = (fields.next()?, fields.next()?);
+            // The path is the rest of the line from its first slash: no earlier field holds one.
+            let path = &line[line.find('/')?..];
+            if perms != "r--s" || std::path::Path::new(path) != file {
+                return None;
+            }
+            let (start, end) = range.split_once('-')?;
+            let start = usize::from_str_radix(start, 16).ok()?;
+            let end = usize::from_str_radix(end, 16).ok()?;
+            (start < end).then_some((start, end))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,6 +264,23 @@ mod tests {
         waiting
             .recv_timeout(Duration::from_secs(5))
             .expect("a closed gate still holds a producer");
+    }
+
+    #[test]
+    fn only_read_only_shared_mappings_of_the_file_are_given_back() {
+        let maps = "\
+7f0000000000-7f0000100000 r--s 00000000 08:01 42                         /data/projects/p a/lmdb/data.mdb
+7f0000200000-7f0000300000 rw-s 00000000 08:01 42                         /data/projects/p a/lmdb/data.mdb
+7f0000400000-7f0000500000 r--s 00000000 08:01 43                         /data/projects/p a/lmdb/data.mdb (deleted)
+7f0000600000-7f0000700000 r--p 00000000 08:01 42                         /data/projects/p a/lmdb/data.mdb
+7f0000800000-7f0000900000 r--s 00000000 08:01 44                         /data/projects/other/lmdb/data.mdb
+7f0000a00000-7f0000b00000 rw-p 00000000 00:00 0
+";
+        let file = std::path::Path::new("/data/projects/p a/lmdb/data.mdb");
+        assert_eq!(
+            read_only_shared_mappings(maps, file),
+            vec![(0x7f00_0000_0000, 0x7f00_0010_0000)]
+        );
     }
 
     #[test]

@@ -56,6 +56,41 @@ fn own_kb(pid: i32) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// The one project's LMDB file under the daemon's data directory.
+fn projects_lmdb(data_dir: &std::path::Path) -> std::path::PathBuf {
+    let projects: Vec<_> = std::fs::read_dir(data_dir.join("projects"))
+        .expect("projects directory")
+        .flatten()
+        .map(|entry| entry.path().join("lmdb").join("data.mdb"))
+        .filter(|file| file.exists())
+        .collect();
+    assert_eq!(projects.len(), 1, "{projects:?}");
+    projects[0].canonicalize().unwrap()
+}
+
+/// kB of `file` resident in the process's mappings of it (`/proc/PID/smaps`).
+fn resident_kb(pid: i32, file: &std::path::Path) -> u64 {
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap_or_default();
+    let mut ours = false;
+    let mut kb = 0;
+    for line in smaps.lines() {
+        let first = line.split_whitespace().next().unwrap_or("");
+        if first.contains('-') && !first.ends_with(':') {
+            // A mapping's header: its path is the rest of the line from the first slash.
+            ours = line
+                .find('/')
+                .is_some_and(|at| std::path::Path::new(&line[at..]) == file);
+        } else if ours && first == "Rss:" {
+            kb += line
+                .split_whitespace()
+                .nth(1)
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+    }
+    kb
+}
+
 #[test]
 fn a_project_is_indexed_and_embedded_within_the_memory_budget() {
     let server = FakeEmbedServer::start(&["fake-embed"]);
@@ -109,6 +144,21 @@ fn a_project_is_indexed_and_embedded_within_the_memory_budget() {
         peak_mb <= BUDGET_MB,
         "the daemon's own memory reached {peak_mb} MB, over its budget of {BUDGET_MB} MB\n{}",
         env.daemon_log()
+    );
+    // Every vector in, the pages of the project's LMDB map that the pass, the vector commits
+    // and the graph's build read are given back: the daemon's resident memory does not keep
+    // its index's size. Seen without it: SEEN_WITHOUT of the file stayed resident.
+    let file = projects_lmdb(&env.data_dir());
+    let size_kb = std::fs::metadata(&file).unwrap().len() / 1024;
+    let resident_at_first = resident_kb(pid, &file);
+    env.wait_for(
+        Duration::from_secs(60),
+        "the LMDB map's pages given back",
+        || resident_kb(pid, &file) * 10 <= size_kb,
+    );
+    eprintln!(
+        "LMDB file {size_kb} kB; resident when the last vector was counted {resident_at_first} kB, then {} kB",
+        resident_kb(pid, &file)
     );
     // The index is whole: every chunk in LMDB and tantivy, with its vector.
     env.verify_ok(&root, "after embedding within the budget");

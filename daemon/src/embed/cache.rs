@@ -78,6 +78,12 @@ impl SharedCache {
         })
     }
 
+    /// Give back the resident pages of this cache's map (`memory::release_mapped_pages`).
+    pub fn release_mapped_pages(&self) {
+        // SAFETY: `self` holds the environment, so its map stays mapped during the call.
+        unsafe { crate::memory::release_mapped_pages(&self.path.join("data.mdb")) };
+    }
+
     /// The vectors the cache holds for `hashes` under `model`.
     pub fn get(&self, model: u64, hashes: &[u64]) -> HashMap<u64, Vec<f32>> {
         let mut out = HashMap::new();

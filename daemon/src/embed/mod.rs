@@ -273,6 +273,13 @@ impl Embedding {
         }
     }
 
+    /// Give back the resident pages of the shared cache's map (`memory::release_mapped_pages`).
+    pub fn release_mapped_pages(&self) {
+        if let Some((cache, _)) = self.shared.get() {
+            cache.release_mapped_pages();
+        }
+    }
+
     /// Offer vectors (text hash, vector) to the shared cache.
     pub fn share_vectors(&self, items: &[(u64, &[f32])]) {
         if let Some((cache, model)) = self.shared.get() {

@@ -162,6 +162,8 @@ pub(super) fn start(
                 ),
                 Err(e) => tracing::warn!(error = %e, "word table left unfinished"),
             }
+            // What the fill read and wrote of the cache need not stay resident.
+            cache.release_mapped_pages();
         });
     if let Err(e) = spawned {
         tracing::warn!(error = %e, "cannot start the word table's thread");

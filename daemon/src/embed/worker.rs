@@ -116,6 +116,9 @@ fn run(index: &ProjectIndex, writer: &WriterHandle, embedding: &Embedding, stop:
             if sent_since_empty && in_flight.is_empty() {
                 sent_since_empty = false;
                 crate::index::release_c_heap();
+                // Every vector is in: the pages of the shared cache its look-ups read go back
+                // (the writer gives back the project store's once it is quiet).
+                embedding.release_mapped_pages();
             }
             progress.rate_bits.store(0f64.to_bits(), Ordering::Relaxed);
             window = (Instant::now(), 0);

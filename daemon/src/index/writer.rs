@@ -31,7 +31,7 @@ use crate::chunk::syntax::refs::FileRefs;
 use crate::error::IndexError;
 use crate::index::ProjectIndex;
 use crate::index::lexical::ChunkDoc;
-use crate::index::store::{ChunkRecord, EmbeddedChunk, FileRecord, SymbolRecord};
+use crate::index::store::{ChunkRecord, EmbeddedChunk, FileRecord, SymbolRecord, resident};
 use crate::memory::Gate;
 
 /// Staged changes are committed at least this often while updates flow.
@@ -176,6 +176,7 @@ pub fn spawn(
                 interval: COMMIT_INTERVAL,
                 failed_since_flush: None,
                 last_logged: None,
+                released: Default::default(),
             }
             .run(rx)
         })
@@ -225,12 +226,15 @@ struct Writer {
     failed_since_flush: Option<String>,
     /// The last failure logged, and when: the same cause is logged once a minute.
     last_logged: Option<(String, Instant)>,
+    /// When the store's map last gave back the pages commits read.
+    released: resident::Released,
 }
 
 impl Writer {
     fn run(mut self, rx: Receiver<WriteOp>) {
         loop {
             let op = match self.first_staged {
+                None if self.released.owed() => rx.recv_timeout(resident::WHILE_WRITING),
                 None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
                 Some(first) => rx.recv_timeout(self.interval.saturating_sub(first.elapsed())),
             };
@@ -243,6 +247,8 @@ impl Writer {
                     let outcome = self
                         .flush()
                         .and_then(|()| self.settle().inspect_err(|e| self.fail_flush(e)));
+                    // A full pass has ended: what it read of the store need not stay resident.
+                    self.released.now(&self.index.store);
                     let _ = ack.send(outcome);
                 }
                 Ok(op) => {
@@ -265,7 +271,13 @@ impl Writer {
                 }
                 Err(RecvTimeoutError::Timeout) => {
                     self.interval = COMMIT_INTERVAL;
-                    self.commit_or_fail();
+                    if self.staged.is_empty() {
+                        // Quiet since the last commit: what commits read need not stay
+                        // resident.
+                        self.released.now(&self.index.store);
+                    } else {
+                        self.commit_or_fail();
+                    }
                 }
                 Err(RecvTimeoutError::Disconnected) => {
                     self.commit_or_fail();
@@ -491,6 +503,7 @@ impl Writer {
             txn.clear_dirty()?;
         }
         txn.commit(self.next_chunk_id)?;
+        self.released.after_commit(store);
         self.let_vectors_go();
         self.lexical_paths.clear();
         self.index.refresh_counts();

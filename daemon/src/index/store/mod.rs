@@ -17,6 +17,7 @@ mod exact;
 mod keys;
 mod quantized;
 mod records;
+pub mod resident;
 mod stored_refs;
 mod symbols;
 mod vectors;
