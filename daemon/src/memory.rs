@@ -156,45 +156,33 @@ impl Gate {
     }
 }
 
-/// Give back the resident pages of `file`'s read-only shared mappings (an LMDB environment's
-/// map), returning how many bytes of such mappings were advised. The kernel keeps the pages in
-/// its page cache, so the next read faults them back in without I/O; until then they no
-/// longer count in the daemon's resident memory. An index's pages read by a pass, the vector
-/// graph's build or a search stayed resident while the daemon idled: 244 MB of a 20,000-file
-/// project's LMDB map, as much as the daemon's own memory. Linux only; elsewhere nothing.
-///
-/// # Safety
-/// Every mapping of `file` must stay mapped during the call (the caller holds what owns it):
-/// a range read from `/proc/self/maps` and unmapped meanwhile could be reused by another
-/// mapping, whose pages this would drop.
-pub unsafe fn release_mapped_pages(file: &std::path::Path) -> usize {
+/// Give back the resident pages of `env`'s map: the read-only shared mappings of its file,
+/// found in `/proc/self/maps`. The kernel keeps the pages in its page cache, so the next read
+/// faults them back in without I/O; until then they no longer count in the daemon's resident
+/// memory. An index's pages read by a pass, the vector graph's build or a search stayed
+/// resident while the daemon idled: 244 MB of a 20,000-file project's LMDB map, as much as
+/// the daemon's own memory. Linux only; elsewhere nothing.
+pub fn release_mapped_pages(env: &heed::Env) {
     #[cfg(target_os = "linux")]
     {
-        let Ok(file) = file.canonicalize() else {
-            return 0;
-        };
+        // `path` is canonical, as `/proc/self/maps` names files.
+        let file = env.path().join("data.mdb");
         let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
-            return 0;
+            return;
         };
-        let mut advised = 0;
         for (start, end) in read_only_shared_mappings(&maps, &file) {
-            // SAFETY: [start, end) is a read-only shared mapping of `file`, mapped for the
-            // whole call (the caller's promise). MADV_DONTNEED on a shared file mapping only
-            // unmaps its pages from this process; the file's contents are untouched.
-            let done = unsafe {
-                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED)
-            };
-            if done == 0 {
-                advised += end - start;
+            // SAFETY: [start, end) is a read-only shared mapping of `env`'s file, which LMDB
+            // unmaps only when the environment closes, and `env` is borrowed for the whole
+            // call: the range cannot be unmapped and reused by another mapping meanwhile.
+            // MADV_DONTNEED on a shared file mapping only unmaps its pages from this process;
+            // the file's contents are untouched.
+            unsafe {
+                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED);
             }
         }
-        advised
     }
     #[cfg(not(target_os = "linux"))]
-    {
-        let _ = file;
-        0
-    }
+    let _ = env;
 }
 
 /// The address ranges of `maps` (as `/proc/self/maps` writes it) mapping `file` read-only

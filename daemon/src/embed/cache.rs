@@ -80,8 +80,7 @@ impl SharedCache {
 
     /// Give back the resident pages of this cache's map (`memory::release_mapped_pages`).
     pub fn release_mapped_pages(&self) {
-        // SAFETY: `self` holds the environment, so its map stays mapped during the call.
-        unsafe { crate::memory::release_mapped_pages(&self.path.join("data.mdb")) };
+        crate::memory::release_mapped_pages(&self.env);
     }
 
     /// The vectors the cache holds for `hashes` under `model`.

@@ -10,11 +10,9 @@ use super::Store;
 pub const WHILE_WRITING: Duration = Duration::from_secs(5);
 
 impl Store {
-    /// Give back the resident pages of this environment's map (see
-    /// `memory::release_mapped_pages`); the bytes of map advised.
-    pub fn release_mapped_pages(&self) -> usize {
-        // SAFETY: `self` holds the environment, so its map stays mapped during the call.
-        unsafe { crate::memory::release_mapped_pages(&self.path.join("data.mdb")) }
+    /// Give back the resident pages of this environment's map (`memory::release_mapped_pages`).
+    pub fn release_mapped_pages(&self) {
+        crate::memory::release_mapped_pages(&self.env);
     }
 }
 
