@@ -71,7 +71,13 @@ pub fn embedding_progress(vectors: &pb::VectorStatus) -> String {
 pub fn indexing_notice(status: &pb::ProjectStatus) -> Option<String> {
     (state_name(status.state) == "indexing").then(|| {
         let lexical_done = status.files_total > 0 && status.files_done >= status.files_total;
-        if let Some(vectors) = status.vectors.as_ref().filter(|v| v.pending > 0 && lexical_done) {
+        // After a quick first pass (every file searchable by lines), the second parses them.
+        if status.provisional_files > 0 && status.passes > 0 {
+            format!(
+                "Keyword search covers every file; {} files are still being parsed, so lookup, usages and the code graph miss their definitions for now.",
+                status.provisional_files
+            )
+        } else if let Some(vectors) = status.vectors.as_ref().filter(|v| v.pending > 0 && lexical_done) {
             format!(
                 "Keyword search is complete; semantic vectors are still being computed ({}), so meaning-based ranking may miss some code.",
                 embedding_progress(vectors)
@@ -109,6 +115,7 @@ pub fn project_json(status: &pb::ProjectStatus) -> Value {
         ("last_pass_removed", json!(status.last_pass_removed)),
         ("passes", json!(status.passes)),
         ("watch", json!(status.watch)),
+        ("provisional_files", json!(status.provisional_files)),
     ] {
         out[key] = value;
     }
@@ -153,6 +160,12 @@ pub fn project_text(status: &pb::ProjectStatus) -> String {
         "Last pass: {} ms, {} files changed, {} removed\n",
         status.last_pass_ms, status.last_pass_changed, status.last_pass_removed
     ));
+    if status.provisional_files > 0 {
+        text.push_str(&format!(
+            "Parsing: {} files searchable by their words, their definitions not read yet\n",
+            status.provisional_files
+        ));
+    }
     text.push_str(&format!("Watching: {}\n", status.watch));
     match &status.vectors {
         Some(vectors) => text.push_str(&format!(
@@ -186,6 +199,9 @@ pub fn project_line(status: &pb::ProjectStatus) -> String {
                 status.files_done,
                 status.files_total
             )
+        }
+        (_, "indexing") if status.provisional_files > 0 => {
+            format!("  parsing, {} files to go", status.provisional_files)
         }
         (Some(v), _) if v.pending > 0 => {
             let total = v.embedded + v.pending;

@@ -17,6 +17,7 @@ mod mcp_client;
 mod memory;
 mod project;
 mod protocol;
+mod quick_pass;
 mod ranking;
 mod recovery;
 mod security;

@@ -73,7 +73,8 @@ fn run(index: &ProjectIndex, writer: &WriterHandle, embedding: &Embedding, stop:
         // BM25 first: while a pass changes the index, its commits must not wait behind
         // vector commits, whose graph linking takes the writer's time (sympy's lexical pass
         // took 14.0 s instead of 7.7 s once vectors kept pace with it).
-        if index.progress.state() == IndexState::Indexing {
+        // Nor are provisional chunks embedded: the pass after a quick one replaces them.
+        if index.progress.state() == IndexState::Indexing || index.progress.provisional() > 0 {
             index.embed_wake.wait(PASS_WAIT);
             continue;
         }

@@ -4,9 +4,17 @@
 //! A full pass covers the whole project; an update covers the directories a batch of file
 //! events touched. Unchanged files (same size and mtime) are not read. Files whose content
 //! hash is unchanged are only touched. Files gone from disk, or now skipped, are removed.
+//!
+//! A full pass that meets many new files (a first index of a large tree) is *quick*: it
+//! chunks them by line windows, without parsing, and records them as provisional
+//! ([`FileRecord::PROVISIONAL`]), so the whole tree is searchable in the time of a read and a
+//! tantivy pass (tree-sitter's parse is most of a pass's time). The project then runs a
+//! second pass at once, which reads and chunks the provisional files by syntax; their
+//! vectors wait for it (the embedding worker embeds no provisional chunk).
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
@@ -43,7 +51,8 @@ pub struct DiffStats {
 /// Bring the whole index of `root` in line with the files on disk. With `reread`, every
 /// file is read and its content hash compared, whatever its size and mtime say (what
 /// `verify` checks: content changed under an unchanged size and mtime, or read through a
-/// symlink swapped in by an older build, is put right).
+/// symlink swapped in by an older build, is put right). Returns whether the pass was quick
+/// (new files recorded as provisional): the caller then runs another pass at once.
 pub fn reconcile(
     root: &Path,
     index: &ProjectIndex,
@@ -51,7 +60,7 @@ pub fn reconcile(
     limits: Limits,
     reread: bool,
     on_dir: &mut dyn FnMut(&Path),
-) -> Result<(), IndexError> {
+) -> Result<bool, IndexError> {
     let started = Instant::now();
     let progress = &index.progress;
     let scanned = scan::scan_scope(root, root, None, limits, on_dir);
@@ -64,6 +73,13 @@ pub fn reconcile(
     }
     let mut known = index.store.all_files()?;
     keep_unreadable(&mut known, &scanned.unreadable_dirs);
+    let new_files = scanned
+        .files
+        .iter()
+        .filter(|c| !known.contains_key(&c.rel_path))
+        .count();
+    let quick = new_files >= quick_pass_files();
+    count_provisional(index, &known);
     // Paths left dirty by a commit that failed half-way may be ahead in tantivy: they are
     // read again whatever their size and mtime say (or dropped, if gone from disk).
     let dirty = index.store.dirty_paths()?;
@@ -91,6 +107,7 @@ pub fn reconcile(
         Reading {
             rechunk,
             reread: reread || rechunk,
+            quick,
         },
         writer,
         limits,
@@ -98,6 +115,7 @@ pub fn reconcile(
             done: &|n| progress.add_done(n),
             skipped: &|reason| progress.add_skipped(reason),
             changing: &|| progress.changing(),
+            provisional: &|delta| add_provisional(index, delta),
         },
     )?;
     stats.removed += gone;
@@ -108,13 +126,17 @@ pub fn reconcile(
     // index of the same files counts.
     writer.settle()?;
     super::release_c_heap();
+    count_provisional(index, &index.store.all_files()?);
     progress.end_pass(
         stats.source_bytes,
         started.elapsed().as_millis() as u64,
         stats.changed,
         stats.removed,
     );
-    Ok(())
+    if quick {
+        crate::crash::point("after_quick_pass");
+    }
+    Ok(quick)
 }
 
 /// Re-check only `scopes` (after file events) and make the result searchable.
@@ -159,6 +181,7 @@ pub fn update(
             done: &|_| {},
             skipped: &|_| {},
             changing: &|| {},
+            provisional: &|delta| add_provisional(index, delta),
         },
     )?;
     if stats.changed + stats.removed > 0 {
@@ -167,8 +190,40 @@ pub fn update(
     Ok(stats)
 }
 
-/// Leave out of `known` the files under directories the walk could not read: not seeing
-/// them does not mean they are gone, so the diff must neither drop nor re-read them.
+/// A full pass that must chunk at least this many new files is quick (see the module's
+/// doc): 5,000 by default (a syntax pass of ~20 s on two cores), `AMANMCP_QUICK_PASS_FILES`
+/// to change it (0: never quick).
+fn quick_pass_files() -> usize {
+    static FILES: OnceLock<usize> = OnceLock::new();
+    *FILES.get_or_init(|| {
+        match std::env::var("AMANMCP_QUICK_PASS_FILES")
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+        {
+            Some(0) => usize::MAX,
+            Some(n) => n,
+            None => 5_000,
+        }
+    })
+}
+
+/// Set the count of provisional files from `records`.
+fn count_provisional(index: &ProjectIndex, records: &HashMap<String, FileRecord>) {
+    let n = records.values().filter(|r| r.is_provisional()).count();
+    index
+        .progress
+        .provisional
+        .store(n as u64, Ordering::Relaxed);
+}
+
+/// Move the count of provisional files by `delta` as a pass sends them.
+fn add_provisional(index: &ProjectIndex, delta: i64) {
+    let counter = &index.progress.provisional;
+    let _ = counter.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+        Some(n.saturating_add_signed(delta))
+    });
+}
+
 /// Run `f` on the threads that read and chunk files for every project (one per core),
 /// apart from rayon's global pool (see [`diff`]); on the global pool only if those threads
 /// cannot be started.
@@ -187,6 +242,8 @@ fn on_parse_pool<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     }
 }
 
+/// Leave out of `known` the files under directories the walk could not read: not seeing
+/// them does not mean they are gone, so the diff must neither drop nor re-read them.
 fn keep_unreadable(known: &mut HashMap<String, FileRecord>, dirs: &[String]) {
     for dir in dirs {
         if dir.is_empty() {
@@ -205,6 +262,8 @@ struct Reading {
     rechunk: bool,
     /// Every file is read, and counts as changed if its content hash differs.
     reread: bool,
+    /// New files are chunked by line windows and recorded as provisional.
+    quick: bool,
 }
 
 /// What a diff tells as it goes.
@@ -215,6 +274,8 @@ struct Watchers<'a> {
     skipped: &'a (dyn Fn(SkipReason) + Sync),
     /// A file is about to be indexed again or dropped.
     changing: &'a (dyn Fn() + Sync),
+    /// The count of provisional files moves by this much.
+    provisional: &'a (dyn Fn(i64) + Sync),
 }
 
 /// Compare `files` (on disk) with `known` (in LMDB) and send the differences to the writer.
@@ -231,22 +292,30 @@ fn diff(
         done: on_done,
         skipped: on_skipped,
         changing: on_changing,
+        provisional: on_provisional,
     } = watchers;
     let removed = AtomicU64::new(0);
     let changed = AtomicU64::new(0);
     let on_disk: std::collections::HashSet<&str> =
         files.iter().map(|c| c.rel_path.as_str()).collect();
-    for path in known.keys().filter(|p| !on_disk.contains(p.as_str())) {
+    for (path, record) in known.iter().filter(|(p, _)| !on_disk.contains(p.as_str())) {
         on_changing();
         writer.send_or_gone(WriteOp::Remove(path.clone()))?;
         removed.fetch_add(1, Ordering::Relaxed);
+        if record.is_provisional() {
+            on_provisional(-1);
+        }
     }
-    let Reading { rechunk, reread } = reading;
+    let Reading {
+        rechunk,
+        reread,
+        quick,
+    } = reading;
     let (unchanged, to_read): (Vec<&Candidate>, Vec<&Candidate>) = files.iter().partition(|c| {
         !reread
-            && known
-                .get(&c.rel_path)
-                .is_some_and(|r| r.size == c.size && r.mtime_ns == c.mtime_ns)
+            && known.get(&c.rel_path).is_some_and(|r| {
+                !r.is_provisional() && r.size == c.size && r.mtime_ns == c.mtime_ns
+            })
     });
     let source_bytes = AtomicU64::new(unchanged.iter().map(|c| c.size).sum());
     let failed: std::sync::Mutex<Option<std::io::Error>> = std::sync::Mutex::new(None);
@@ -263,7 +332,9 @@ fn diff(
                 let op = match scan::read_text(root, &candidate.rel_path, limits) {
                     ReadOutcome::Text(text, hash) => {
                         source_bytes.fetch_add(text.len() as u64, Ordering::Relaxed);
-                        if !rechunk && previous.is_some_and(|r| r.hash == hash) {
+                        if !rechunk
+                            && previous.is_some_and(|r| !r.is_provisional() && r.hash == hash)
+                        {
                             Some(WriteOp::Touch {
                                 path: candidate.rel_path.clone(),
                                 size: candidate.size,
@@ -274,7 +345,23 @@ fn diff(
                             changed.fetch_add(1, Ordering::Relaxed);
                             let language = lang::language_of(Path::new(&candidate.rel_path));
                             let text = crate::files::secrets::redact(&text);
-                            let chunked = syntax::chunk_file(language, &text);
+                            let was_provisional = previous.is_some_and(FileRecord::is_provisional);
+                            let provisional = quick && previous.is_none();
+                            let (chunked, hash) = if provisional {
+                                let chunks = crate::chunk::line_windows(&text);
+                                let chunked = syntax::Chunked {
+                                    chunks,
+                                    ..Default::default()
+                                };
+                                (chunked, FileRecord::PROVISIONAL)
+                            } else {
+                                (syntax::chunk_file(language, &text), hash)
+                            };
+                            match (was_provisional, provisional) {
+                                (false, true) => on_provisional(1),
+                                (true, false) => on_provisional(-1),
+                                _ => {}
+                            }
                             Some(WriteOp::Upsert(FileUpdate {
                                 path: candidate.rel_path.clone(),
                                 size: candidate.size,
@@ -296,9 +383,12 @@ fn diff(
                     }
                     ReadOutcome::Skipped(reason) => {
                         on_skipped(reason);
-                        previous.map(|_| {
+                        previous.map(|record| {
                             on_changing();
                             removed.fetch_add(1, Ordering::Relaxed);
+                            if record.is_provisional() {
+                                on_provisional(-1);
+                            }
                             WriteOp::Remove(candidate.rel_path.clone())
                         })
                     }

@@ -50,6 +50,9 @@ pub struct Progress {
     /// Commits that failed and dropped what they held (a full disk), counted so the
     /// embedding worker re-sends the vectors it thought were on their way.
     pub(crate) commit_failures: AtomicU64,
+    /// Files indexed provisionally (line windows, no symbols): a large first pass's, until
+    /// the pass after it chunks them by syntax.
+    pub(crate) provisional: AtomicU64,
     /// A pass has ended well since the project was loaded: the index matched the disk.
     matched_once: AtomicBool,
 }
@@ -100,6 +103,11 @@ impl Progress {
     pub fn set_error(&self, message: String) {
         *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(message);
         self.set_state(IndexState::Error);
+    }
+
+    /// Files indexed provisionally, waiting to be chunked by syntax.
+    pub fn provisional(&self) -> u64 {
+        self.provisional.load(Ordering::Relaxed)
     }
 
     /// Start a pass over `total` files.

@@ -109,6 +109,10 @@ pub fn verify(
         if let ReadOutcome::Text(_, hash) = scan::read_text(root, &candidate.rel_path, limits) {
             on_disk.insert(candidate.rel_path.as_str());
             match files.get(&candidate.rel_path) {
+                Some(record) if record.is_provisional() => problems.push(format!(
+                    "{} is still chunked provisionally (by lines, no syntax pass since)",
+                    candidate.rel_path
+                )),
                 Some(record) if record.hash == hash => {}
                 Some(_) => {
                     problems.push(format!("{} is stale (content changed)", candidate.rel_path))

@@ -398,7 +398,11 @@ impl Project {
         drop(guard);
         self.ensure_poller();
         match outcome {
-            Ok(()) => {
+            Ok(quick) => {
+                // A quick pass left its new files chunked by lines: chunk them by syntax now.
+                if quick {
+                    self.pass_requested.store(true, Ordering::SeqCst);
+                }
                 *progress
                     .last_error
                     .lock()

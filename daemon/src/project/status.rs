@@ -47,6 +47,8 @@ pub struct ProjectStatus {
     pub watched_dirs: u64,
     /// Semantic search, when an embedder is configured.
     pub vectors: Option<VectorStatus>,
+    /// Files chunked by lines for now, waiting for the syntax pass.
+    pub provisional_files: u64,
 }
 
 /// Where a project's vectors stand.
@@ -95,9 +97,13 @@ impl Project {
                 from_shared_cache: self.index.embed_progress.shared_hits(),
             }
         });
-        // Ready means searchable in full: the lexical index and the vectors.
+        // Ready means searchable in full: the lexical index, every file's symbols and the
+        // vectors.
+        let provisional_files = p.provisional();
         let state = match p.state() {
-            IndexState::Ready if vectors.as_ref().is_some_and(|v| v.pending > 0) => {
+            IndexState::Ready
+                if provisional_files > 0 || vectors.as_ref().is_some_and(|v| v.pending > 0) =>
+            {
                 IndexState::Indexing
             }
             state => state,
@@ -132,6 +138,7 @@ impl Project {
                 _ => 0,
             },
             vectors,
+            provisional_files,
         }
     }
 }

@@ -31,6 +31,7 @@ pub(super) fn project_status_to_pb(s: ProjectStatus) -> pb::ProjectStatus {
         last_pass_removed: s.last_pass_removed,
         notice: s.notice,
         watch: s.watch,
+        provisional_files: s.provisional_files,
         vectors: s.vectors.map(|v| pb::VectorStatus {
             model: v.model,
             embedder: v.embedder,

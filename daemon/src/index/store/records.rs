@@ -9,12 +9,25 @@ pub struct FileRecord {
     pub size: u64,
     /// Modification time (ns since epoch) when indexed.
     pub mtime_ns: u64,
-    /// xxh3-64 of the content.
+    /// xxh3-64 of the content, or [`FileRecord::PROVISIONAL`].
     pub hash: u64,
     /// Detected language.
     pub language: String,
     /// Ids of the file's chunks, in order.
     pub chunk_ids: Vec<u64>,
+}
+
+impl FileRecord {
+    /// The hash of a file indexed provisionally: chunked by line windows, without symbols or
+    /// references, by a large first pass that makes every file searchable before it parses
+    /// any. Such a record vouches for no content, so the next pass reads and chunks the file
+    /// again whatever its size and mtime say.
+    pub const PROVISIONAL: u64 = 0;
+
+    /// Whether the file waits to be chunked by syntax.
+    pub fn is_provisional(&self) -> bool {
+        self.hash == Self::PROVISIONAL
+    }
 }
 
 /// What LMDB knows of a chunk.
