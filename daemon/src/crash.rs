@@ -1,6 +1,8 @@
-//! A test hook: abort the process at a named point when `AMANMCP_CRASH_AT` names it, so
+//! Test hooks: abort the process at a named point when `AMANMCP_CRASH_AT` names it, so
 //! end-to-end tests can stop the daemon exactly where a crash would hurt most (between the
-//! tantivy and LMDB halves of a commit; between the steps of a compaction).
+//! tantivy and LMDB halves of a commit; between the steps of a compaction); or hold the
+//! calling thread there for good when `AMANMCP_HOLD_AT` names it, so a test can look at the
+//! daemon in that state (and then kill it).
 
 /// Abort here if `AMANMCP_CRASH_AT` is `name`.
 pub(crate) fn point(name: &str) {
@@ -9,5 +11,19 @@ pub(crate) fn point(name: &str) {
     if at.as_deref() == Some(name) {
         tracing::error!(point = name, "AMANMCP_CRASH_AT: aborting");
         std::process::abort();
+    }
+}
+
+/// Abort here if `AMANMCP_CRASH_AT` is `name`; stop this thread here for good if
+/// `AMANMCP_HOLD_AT` is.
+pub(crate) fn point_or_hold(name: &str) {
+    point(name);
+    static HOLD_AT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    let at = HOLD_AT.get_or_init(|| std::env::var("AMANMCP_HOLD_AT").ok());
+    if at.as_deref() == Some(name) {
+        tracing::warn!(point = name, "AMANMCP_HOLD_AT: holding this thread");
+        loop {
+            std::thread::park();
+        }
     }
 }

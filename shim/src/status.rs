@@ -68,6 +68,15 @@ pub fn embedding_progress(vectors: &pb::VectorStatus) -> String {
     out
 }
 
+/// What a `lookup` or graph answer lacks while a large first index is still being parsed.
+pub fn unparsed_notice(unparsed_files: u64) -> Option<String> {
+    (unparsed_files > 0).then(|| {
+        format!(
+            "{unparsed_files} files are searchable but not parsed yet (a large first index reads every file before it parses them): definitions and calls in them are missing from this answer. Ask again once `index-status` shows no files left to parse."
+        )
+    })
+}
+
 pub fn indexing_notice(status: &pb::ProjectStatus) -> Option<String> {
     (state_name(status.state) == "indexing").then(|| {
         let lexical_done = status.files_total > 0 && status.files_done >= status.files_total;

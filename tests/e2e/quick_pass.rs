@@ -93,24 +93,46 @@ fn a_quick_first_pass_is_parsed_by_the_pass_after_it() {
 }
 
 #[test]
-fn provisional_files_survive_a_crash_and_are_parsed_on_restart() {
+fn provisional_files_are_searchable_say_what_they_lack_and_survive_a_kill() {
     let env = TestEnv::new();
-    let root = tree(&env, "crashed");
-    let mut crashing = env
-        .command("amanmcpd")
-        .env("AMANMCP_QUICK_PASS_FILES", "50")
-        .env("AMANMCP_CRASH_AT", "after_quick_pass")
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    env.wait_for(Duration::from_secs(20), "the daemon to listen", || {
-        env.daemon_pid().is_some()
+    let root = tree(&env, "held");
+    // The indexer held right after the quick pass: every file chunked by lines, none parsed.
+    let mut held = env.start_daemon_with(&[
+        ("AMANMCP_QUICK_PASS_FILES", "50"),
+        ("AMANMCP_HOLD_AT", "after_quick_pass"),
+    ]);
+    let mut shim = Shim::start(&env, &root);
+    shim.initialize();
+    env.wait_for(Duration::from_secs(60), "the quick pass", || {
+        project(&env, &root)["provisional_files"] == FILES as u64
     });
-    let _ = env.amanctl_on(&root, &["index", "--no-wait"]);
-    assert!(
-        !crashing.wait().unwrap().success(),
-        "the crash point aborts the daemon after the quick pass"
+    // Searchable by its words already.
+    let found = shim.search_until("load_42", "pkg0/mod42.py");
+    assert_eq!(
+        found["structuredContent"]["results"][0]["path"],
+        "pkg0/mod42.py"
     );
+    // Answers that read definitions say what they lack instead of a bare "none".
+    let reply = shim.call_tool("lookup", json!({"symbol": "Store7.fetch_7"}));
+    let lookup = &reply["result"]["structuredContent"];
+    assert_eq!(lookup["total"], 0, "{reply}");
+    assert!(
+        lookup["notice"]
+            .as_str()
+            .is_some_and(|n| n.contains("120 files")),
+        "{reply}"
+    );
+    // No definition is known yet: the error says why, not only that there is none.
+    let reply = shim.call_tool("callers", json!({"symbol": "load_7"}));
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    let said = reply["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(said.contains("120 files are not parsed yet"), "{reply}");
+    let text = env.amanctl(&["status"]).text();
+    assert!(text.contains("parsing, 120 files to go"), "{text}");
+    drop(shim);
+    held.kill().unwrap();
+    held.wait().unwrap();
+
     // Unchanged on disk (same size and mtime), the provisional files are read and parsed
     // again all the same by the pass a session's start runs (not a full re-read).
     let mut daemon = env.start_daemon();

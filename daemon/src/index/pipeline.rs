@@ -134,7 +134,7 @@ pub fn reconcile(
         stats.removed,
     );
     if quick {
-        crate::crash::point("after_quick_pass");
+        crate::crash::point_or_hold("after_quick_pass");
     }
     Ok(quick)
 }

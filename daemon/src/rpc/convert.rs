@@ -71,6 +71,7 @@ pub(super) fn graph_reply(
     projects: Vec<Option<String>>,
     offset: usize,
     limit: Option<usize>,
+    unparsed_files: u64,
 ) -> pb::GraphReply {
     let projects = projects.into_iter().chain(std::iter::repeat(None));
     pb::GraphReply {
@@ -133,7 +134,8 @@ pub(super) fn graph_reply(
                 links: p.into_iter().map(|i| i as u32).collect(),
             })
             .collect(),
-        complete: answer.complete,
+        complete: answer.complete && unparsed_files == 0,
+        unparsed_files,
     }
 }
 

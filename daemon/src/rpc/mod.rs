@@ -213,9 +213,9 @@ impl amanmcp_proto::Daemon for RpcService {
             "lookup path={:?} symbol={:?} kind={:?} lines={:?}-{:?}",
             req.path, req.symbol, req.kind, req.start_line, req.end_line
         );
-        let matches = blocking(move || {
+        let found = blocking(move || {
             let project = registry.open(&req.root, false)?;
-            project.lookup(&LookupParams {
+            let matches = project.lookup(&LookupParams {
                 path: req.path,
                 start_line: req.start_line,
                 end_line: req.end_line,
@@ -227,13 +227,15 @@ impl amanmcp_proto::Daemon for RpcService {
                     req.limit as usize
                 },
                 whole_file: req.whole_file,
-            })
+            })?;
+            Ok((matches, project.unparsed_files()))
         })
         .await;
-        log_call(&call, started, matches.as_ref().map(Vec::len));
-        let matches = matches?;
+        log_call(&call, started, found.as_ref().map(|(m, _)| m.len()));
+        let (matches, unparsed_files) = found?;
         Ok(Response::new(pb::LookupReply {
             total: matches.len() as u64,
+            unparsed_files,
             matches: matches
                 .into_iter()
                 .map(|m| pb::LookupMatch {
@@ -332,8 +334,9 @@ impl amanmcp_proto::Daemon for RpcService {
                 diff: req.diff,
             };
             if req.projects.is_empty() {
-                let answer = registry.open(&req.root, false)?.graph(&req.kind, &params)?;
-                return Ok((answer, Vec::new()));
+                let project = registry.open(&req.root, false)?;
+                let answer = project.graph(&req.kind, &params)?;
+                return Ok((answer, Vec::new(), project.unparsed_files()));
             }
             if req.kind != "callers" {
                 return Err(crate::error::UserError::InvalidArgument {
@@ -343,12 +346,20 @@ impl amanmcp_proto::Daemon for RpcService {
                 .into());
             }
             let projects = across::projects(&registry, &req.root, &req.projects)?;
-            across::callers(&projects, &params)
+            let unparsed = projects.iter().map(|p| p.unparsed_files()).sum();
+            let (answer, from) = across::callers(&projects, &params)?;
+            Ok((answer, from, unparsed))
         })
         .await;
         log_call(&call, started, found.as_ref().map(|f| f.0.links.len()));
-        let (answer, projects) = found?;
-        Ok(Response::new(graph_reply(answer, projects, offset, limit)))
+        let (answer, projects, unparsed_files) = found?;
+        Ok(Response::new(graph_reply(
+            answer,
+            projects,
+            offset,
+            limit,
+            unparsed_files,
+        )))
     }
 
     async fn verify(

@@ -73,6 +73,9 @@ fn graph_result(
         "targets": reply.targets.iter().map(def).collect::<Vec<_>>(),
         "complete": reply.complete,
     });
+    if let Some(notice) = crate::status::unparsed_notice(reply.unparsed_files) {
+        out["notice"] = json!(notice);
+    }
     if !reply.choices.is_empty() {
         out["choices"] = json!(reply.choices.iter().map(def).collect::<Vec<_>>());
         out["note"] = json!(format!(
@@ -314,7 +317,8 @@ fn output() -> Arc<JsonObject> {
             "impacted": {"type": "array", "description": "impact: what reaches the change, nearest first, with `distance`, `fan_in`, `test`."},
             "tests": {"type": "array", "description": "impact: the tests among them."},
             "paths": {"type": "array", "description": "trace: call paths, each a list of links."},
-            "complete": {"type": "boolean"}
+            "complete": {"type": "boolean"},
+            "notice": {"type": "string", "description": "What the answer may lack (files not parsed yet)."}
         },
         "required": ["targets", "complete"]
     });

@@ -216,6 +216,10 @@ pub fn lookup_result(
         structured["omitted"] = json!(omitted);
     }
     let mut text = String::new();
+    if let Some(notice) = crate::status::unparsed_notice(reply.unparsed_files) {
+        text.push_str(&format!("Note: {notice}\n"));
+        structured["notice"] = json!(notice);
+    }
     if reply.matches.is_empty() {
         text.push_str(&format!(
             "No symbol named {:?} in the index.",

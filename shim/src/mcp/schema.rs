@@ -76,7 +76,8 @@ fn lookup_output() -> Value {
                 }
             },
             "total": {"type": "integer"},
-            "omitted": {"type": "integer", "description": "Matches left out to fit `max_tokens`."}
+            "omitted": {"type": "integer", "description": "Matches left out to fit `max_tokens`."},
+            "notice": {"type": "string", "description": "What the answer may lack (files not parsed yet)."}
         },
         "required": ["matches", "total"]
     })
