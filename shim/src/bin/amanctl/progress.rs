@@ -12,6 +12,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Phase {
     Files,
+    /// The pass after a quick one: every file searchable, now parsed.
+    Parsing,
     Vectors,
 }
 
@@ -19,6 +21,7 @@ impl Phase {
     fn label(self) -> &'static str {
         match self {
             Phase::Files => "files",
+            Phase::Parsing => "files parsed",
             Phase::Vectors => "chunks embedded",
         }
     }
@@ -55,9 +58,13 @@ impl Progress {
         }
     }
 
-    /// Show `status`: files until the first pass is done, then the vectors.
+    /// Show `status`: files until the first pass is done, then the files parsed after a
+    /// quick pass, then the vectors.
     pub fn show(&mut self, status: &pb::ProjectStatus) {
         let (phase, done, total) = match &status.vectors {
+            _ if status.passes > 0 && status.provisional_files > 0 => {
+                (Phase::Parsing, status.files_done, status.files_total)
+            }
             Some(v) if status.passes > 0 => (Phase::Vectors, v.embedded, v.embedded + v.pending),
             _ => (Phase::Files, status.files_done, status.files_total),
         };
