@@ -72,6 +72,9 @@ pub fn reconcile(
         progress.add_skipped(*reason);
     }
     let mut known = index.store.all_files()?;
+    // Only a quick pass writes provisional records: with none at the start and no quick
+    // pass, there are none at the end either, and the records need no second read.
+    let had_provisional = count_provisional(index, &known) > 0;
     keep_unreadable(&mut known, &scanned.unreadable_dirs);
     let new_files = scanned
         .files
@@ -79,7 +82,6 @@ pub fn reconcile(
         .filter(|c| !known.contains_key(&c.rel_path))
         .count();
     let quick = new_files >= quick_pass_files();
-    count_provisional(index, &known);
     // Paths left dirty by a commit that failed half-way may be ahead in tantivy: they are
     // read again whatever their size and mtime say (or dropped, if gone from disk).
     let dirty = index.store.dirty_paths()?;
@@ -126,7 +128,9 @@ pub fn reconcile(
     // index of the same files counts.
     writer.settle()?;
     super::release_c_heap();
-    count_provisional(index, &index.store.all_files()?);
+    if quick || had_provisional {
+        count_provisional(index, &index.store.all_files()?);
+    }
     progress.end_pass(
         stats.source_bytes,
         started.elapsed().as_millis() as u64,
@@ -207,13 +211,11 @@ fn quick_pass_files() -> usize {
     })
 }
 
-/// Set the count of provisional files from `records`.
-fn count_provisional(index: &ProjectIndex, records: &HashMap<String, FileRecord>) {
-    let n = records.values().filter(|r| r.is_provisional()).count();
-    index
-        .progress
-        .provisional
-        .store(n as u64, Ordering::Relaxed);
+/// Set the count of provisional files from `records`, and return it.
+fn count_provisional(index: &ProjectIndex, records: &HashMap<String, FileRecord>) -> u64 {
+    let n = records.values().filter(|r| r.is_provisional()).count() as u64;
+    index.progress.provisional.store(n, Ordering::Relaxed);
+    n
 }
 
 /// Move the count of provisional files by `delta` as a pass sends them.

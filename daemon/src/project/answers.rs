@@ -5,7 +5,7 @@
 use std::sync::atomic::Ordering;
 
 use super::Project;
-use crate::error::{Error, UserError};
+use crate::error::Error;
 use crate::index::lexical::LexicalHit;
 use crate::index::progress::IndexState;
 use crate::search::graph::{GraphAnswer, GraphParams, Link};
@@ -99,22 +99,7 @@ impl Project {
     /// A code graph request (see [`crate::search::graph`]).
     pub fn graph(&self, kind: &str, params: &GraphParams) -> Result<GraphAnswer, Error> {
         self.wait_for_first_commit();
-        let answer = self.noting(self.searcher().graph(kind, params));
-        let unparsed = self.unparsed_files();
-        match answer {
-            // "No definition" is no answer while files wait to be parsed.
-            Err(Error::User(UserError::InvalidArgument {
-                name: "symbol",
-                reason,
-            })) if unparsed > 0 => Err(UserError::InvalidArgument {
-                name: "symbol",
-                reason: format!(
-                    "{reason}; {unparsed} files are not parsed yet and may define it: ask again once `index-status` shows none left"
-                ),
-            }
-            .into()),
-            answer => answer,
-        }
+        self.noting(self.searcher().graph(kind, params))
     }
 
     /// Calls of `name` this project does not define (see `across::callers`).

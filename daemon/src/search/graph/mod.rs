@@ -182,10 +182,17 @@ impl Searcher<'_> {
     ) -> Result<Vec<Def>, Error> {
         let defs = walk.definitions(name, within)?;
         if defs.is_empty() {
+            // "No definition" is no answer while files wait to be parsed.
+            let unparsed = match self.index.progress.provisional() {
+                0 => String::new(),
+                n => format!(
+                    "; {n} files are not parsed yet and may define it: ask again once `index-status` shows none left"
+                ),
+            };
             return Err(UserError::InvalidArgument {
                 name: "symbol",
                 reason: format!(
-                    "no definition of `{name}` in this project{} (`usages` finds every mention of a name)",
+                    "no definition of `{name}` in this project{} (`usages` finds every mention of a name){unparsed}",
                     within.map(|w| format!(" under `{w}`")).unwrap_or_default()
                 ),
             }
