@@ -202,6 +202,8 @@ pub async fn bench_index(
             break;
         }
     }
+    // A reopened project counts its passes anew.
+    let passes = settled.as_ref().map_or(status.passes, |now| now.passes);
     match settled {
         Some(now) => println!(
             "index size settled: {:.2} MB ({:.2}x source; {:.2} MB right after embedding), {:.0} s later",
@@ -221,7 +223,7 @@ pub async fn bench_index(
             ..Default::default()
         })
         .await?;
-    let again = wait_for_pass(&mut client, &root_str, status.passes + 1).await?;
+    let again = wait_for_pass(&mut client, &root_str, passes + 1).await?;
     println!(
         "no-change reindex: {:.3} s wall ({} ms in the daemon's pass)",
         started.elapsed().as_secs_f64(),

@@ -85,6 +85,14 @@ impl Budget {
         (self.mb << 20) / 64
     }
 
+    /// Bytes of sign bits (and chunk ids) a project may hold in memory to be searched by a
+    /// scan of them, with no graph, once its int8 vectors are too many for
+    /// [`Budget::exact_vector_bytes`]: a thirty-second of the budget (32 MB by default:
+    /// 599,186 chunks of 384 dimensions at 56 bytes each).
+    pub fn exact_sign_bytes(self) -> usize {
+        (self.mb << 20) / 32
+    }
+
     /// Vectors one ANN graph holds before the next is opened: 128 per MB of the budget
     /// (131,072 by default), at least 4,096. A graph's build holds its links in memory and
     /// dirties every page of it in one transaction.
@@ -281,6 +289,7 @@ mod tests {
         assert_eq!(default.vector_bytes_in_flight(), 64 << 20);
         assert_eq!(default.graph_vectors(), 131_072);
         assert_eq!(default.exact_vector_bytes(), 16 << 20);
+        assert_eq!(default.exact_sign_bytes(), 32 << 20);
         let small = Budget::of(128);
         assert_eq!(small.word_bytes(), 20_000_000);
         assert_eq!(small.writer_heap_bytes(1), 15 << 20);

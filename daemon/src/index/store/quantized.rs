@@ -186,6 +186,51 @@ impl Int8Probe {
     }
 }
 
+/// The sign bits of int8 values as stored ([`int8_values`]), one bit a dimension (set where
+/// the value is above 0), 64 to a word: what a scan too large for int8 rows keeps in memory.
+pub(super) fn sign_words(values: &[u8]) -> impl Iterator<Item = u64> + '_ {
+    values.chunks(64).map(|lane| {
+        lane.iter()
+            .enumerate()
+            .fold(0u64, |word, (bit, b)| word | (u64::from(*b as i8 > 0) << bit))
+    })
+}
+
+/// A query's sign bits laid out as [`sign_words`] lays out a stored vector's.
+pub(super) fn query_sign_words(query: &[f32]) -> Vec<u64> {
+    query
+        .chunks(64)
+        .map(|lane| {
+            lane.iter()
+                .enumerate()
+                .fold(0u64, |word, (bit, v)| word | (u64::from(*v > 0.0) << bit))
+        })
+        .collect()
+}
+
+/// How many sign bits differ between two rows of [`sign_words`]: the coarse distance a sign
+/// scan orders by (the sign bits of two unit vectors agree more the nearer they are).
+#[inline(always)]
+pub(super) fn sign_distance(a: &[u64], b: &[u64]) -> u32 {
+    a.iter().zip(b).map(|(x, y)| (x ^ y).count_ones()).sum()
+}
+
+/// The query's dot product with a stored vector known only by its sign bits (each dimension
+/// +1 or -1): finer than [`sign_distance`], as the query keeps its magnitudes; larger is
+/// nearer.
+pub(super) fn sign_dot(query: &[f32], row: &[u64]) -> f32 {
+    query
+        .chunks(64)
+        .zip(row)
+        .map(|(lane, word)| {
+            lane.iter()
+                .enumerate()
+                .map(|(bit, v)| if word >> bit & 1 == 1 { *v } else { -*v })
+                .sum::<f32>()
+        })
+        .sum()
+}
+
 /// The length of an int8 vector as stored.
 pub(super) fn int8_norm(values: &[u8]) -> f32 {
     let squares: i64 = values
@@ -198,6 +243,22 @@ pub(super) fn int8_norm(values: &[u8]) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sign_bits_of_a_stored_vector_are_its_query_s_and_count_what_differs() {
+        let vector: Vec<f32> = (0..70).map(|i| ((i * 7 % 11) as f32 - 5.0) / 5.0).collect();
+        let stored: Vec<u64> = sign_words(int8_values(&quantized_bytes(&vector))).collect();
+        assert_eq!(stored, query_sign_words(&vector));
+        assert_eq!(stored.len(), 2);
+        assert_eq!(sign_distance(&stored, &stored), 0);
+        let opposite: Vec<f32> = vector.iter().map(|v| -v).collect();
+        let zeros = vector.iter().filter(|v| **v == 0.0).count() as u32;
+        assert_eq!(sign_distance(&stored, &query_sign_words(&opposite)), 70 - zeros);
+        // Against its own signs the dot product is the sum of the magnitudes.
+        let magnitudes: f32 = vector.iter().map(|v| v.abs()).sum();
+        assert!((sign_dot(&vector, &stored) - magnitudes).abs() < 1e-4);
+        assert!((sign_dot(&opposite, &stored) + magnitudes).abs() < 1e-4);
+    }
 
     #[test]
     fn quantized_vectors_keep_their_cosines() {

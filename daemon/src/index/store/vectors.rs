@@ -273,10 +273,11 @@ impl Store {
     ) -> Result<Vec<(u64, f32)>, IndexError> {
         // Read before the transaction begins: a copy made in it is at least this new.
         let generation = self.exact_generation();
-        if let Some(found) = self.exact_fresh(query, limit, candidates) {
-            return Ok(found);
-        }
+        let fresh = self.exact_fresh(query, limit, candidates);
         self.read(|rtxn| {
+            if let Some(scan) = fresh {
+                return self.scanned(rtxn, query, limit, scan);
+            }
             let Some(reader) = self.vector_reader(rtxn)? else {
                 // No graph: a project this small is searched by its copy alone.
                 return self.exact_now(rtxn, generation, query, limit, candidates);
@@ -292,30 +293,45 @@ impl Store {
                 effort,
                 candidates,
             )?;
-            // Re-score the sign-bit candidates with the cached (int8) vectors; the vector of a
-            // removed chunk (waiting in a large graph to be dropped) is skipped.
-            let probe = Probe::new(query);
-            let mut scored = Vec::with_capacity(found.len());
-            for (id, approximate) in found {
-                let id = u64::from(id);
-                match self.cached_distance(rtxn, id, &probe)? {
-                    Some(distance) => scored.push((id, distance)),
-                    None if self
-                        .chunks
-                        .remap_data_type::<Bytes>()
-                        .get(rtxn, &id)?
-                        .is_some() =>
+            let found = found
+                .into_iter()
+                .map(|(id, approximate)| (u64::from(id), Some(approximate)));
+            self.rescored(rtxn, &Probe::new(query), limit, found)
+        })
+    }
+
+    /// Candidates (a graph's, or a sign scan's) re-scored with the cached (int8) vectors,
+    /// the `limit` nearest first. A candidate whose vector is not cached keeps its
+    /// approximate distance if it has one and its chunk is there; the vector of a removed
+    /// chunk (waiting in a large graph to be dropped, or in an older sign copy) is skipped.
+    pub(super) fn rescored(
+        &self,
+        rtxn: &RoTxn,
+        probe: &Probe,
+        limit: usize,
+        found: impl Iterator<Item = (u64, Option<f32>)>,
+    ) -> Result<Vec<(u64, f32)>, Fail> {
+        let mut scored = Vec::new();
+        for (id, approximate) in found {
+            match self.cached_distance(rtxn, id, probe)? {
+                Some(distance) => scored.push((id, distance)),
+                None => {
+                    if let Some(approximate) = approximate
+                        && self
+                            .chunks
+                            .remap_data_type::<Bytes>()
+                            .get(rtxn, &id)?
+                            .is_some()
                     {
-                        scored.push((id, approximate))
+                        scored.push((id, approximate));
                     }
-                    None => {}
                 }
             }
-            scored.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
-            scored.dedup_by_key(|(id, _)| *id);
-            scored.truncate(limit.max(1));
-            Ok(scored)
-        })
+        }
+        scored.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+        scored.dedup_by_key(|(id, _)| *id);
+        scored.truncate(limit.max(1));
+        Ok(scored)
     }
 }
 

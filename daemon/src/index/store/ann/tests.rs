@@ -75,7 +75,7 @@ pub(in crate::index::store) fn add_file_with(
 }
 
 /// Remove `path`, then run a vector commit (as the embedding worker's empty one).
-fn remove_file(store: &Store, path: &str) {
+pub(in crate::index::store) fn remove_file(store: &Store, path: &str) {
     let mut txn = store.write_txn().unwrap();
     txn.remove_file(path).unwrap();
     txn.put_vectors(&[]).unwrap();
