@@ -22,8 +22,7 @@ use heed::types::Bytes;
 use roaring::RoaringBitmap;
 
 use super::quantized::{
-    Int8Probe, Probe, int8_norm, int8_values, query_sign_words, sign_distance, sign_dot,
-    sign_words,
+    Int8Probe, Probe, SignDot, int8_norm, int8_values, query_sign_words, sign_distance, sign_words,
 };
 use super::{Fail, Store};
 
@@ -139,9 +138,8 @@ impl ExactVectors {
     /// copy, or a sign copy's candidates.
     fn scan(&self, query: &[f32], limit: usize, candidates: Option<&RoaringBitmap>) -> Scan {
         let limit = limit.max(1);
-        let allowed = |id: u64| {
-            candidates.is_none_or(|c| u32::try_from(id).is_ok_and(|id| c.contains(id)))
-        };
+        let allowed =
+            |id: u64| candidates.is_none_or(|c| u32::try_from(id).is_ok_and(|id| c.contains(id)));
         match &self.rows {
             Rows::Int8 { rows, norms } => {
                 let width = self.dims + 4;
@@ -170,12 +168,12 @@ impl ExactVectors {
             Rows::Signs { words, rows } => {
                 let row = |i: usize| &rows[i * words..(i + 1) * words];
                 let bits = query_sign_words(query);
-                let best = sign_scan(self.ids.len(), limit * SIGN_KEPT + MARGIN, |i| {
-                    allowed(self.ids[i]).then(|| sign_distance(&bits, row(i)))
-                });
+                let kept = limit * SIGN_KEPT + MARGIN;
+                let best = sign_scan(&self.ids, rows, &bits, kept, candidates);
                 // Then by the query's magnitudes against the signs: larger is nearer.
+                let dot = SignDot::new(query);
                 let mut finer: Vec<(f32, usize)> =
-                    best.into_iter().map(|i| (-sign_dot(query, row(i)), i)).collect();
+                    best.into_iter().map(|i| (-dot.dot(row(i)), i)).collect();
                 finer.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
                 finer.truncate(limit * SIGN_RESCORED + MARGIN);
                 Scan::Candidates(finer.into_iter().map(|(_, i)| self.ids[i]).collect())
@@ -205,21 +203,66 @@ fn best_rows<K: Ord + Copy>(
     best.into_iter().map(|(_, i)| i).collect()
 }
 
-/// [`best_rows`] by sign distances, with the CPU's population count where it has one (the
-/// portable build counts bits in several steps).
-fn sign_scan(rows: usize, kept: usize, key: impl FnMut(usize) -> Option<u32>) -> Vec<usize> {
+/// The `kept` rows nearest to the query's sign `bits` (fewest bits differing) among those
+/// whose id is in `candidates`, in no order. With the CPU's population count where it has
+/// one (the portable build counts bits in several steps).
+fn sign_scan(
+    ids: &[u64],
+    rows: &[u64],
+    bits: &[u64],
+    kept: usize,
+    candidates: Option<&RoaringBitmap>,
+) -> Vec<usize> {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("popcnt") {
         // SAFETY: the CPU has POPCNT, checked just above.
-        return unsafe { sign_scan_popcnt(rows, kept, key) };
+        return unsafe { sign_scan_popcnt(ids, rows, bits, kept, candidates) };
     }
-    best_rows(rows, kept, key)
+    sign_scan_portable(ids, rows, bits, kept, candidates)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "popcnt")]
-fn sign_scan_popcnt(rows: usize, kept: usize, key: impl FnMut(usize) -> Option<u32>) -> Vec<usize> {
-    best_rows(rows, kept, key)
+fn sign_scan_popcnt(
+    ids: &[u64],
+    rows: &[u64],
+    bits: &[u64],
+    kept: usize,
+    candidates: Option<&RoaringBitmap>,
+) -> Vec<usize> {
+    sign_scan_portable(ids, rows, bits, kept, candidates)
+}
+
+/// [`sign_scan`]'s loop, written out so that it compiles with the caller's features.
+#[inline(always)]
+fn sign_scan_portable(
+    ids: &[u64],
+    rows: &[u64],
+    bits: &[u64],
+    kept: usize,
+    candidates: Option<&RoaringBitmap>,
+) -> Vec<usize> {
+    let words = bits.len().max(1);
+    // The best so far, the worst on top.
+    let mut best: BinaryHeap<(u32, usize)> = BinaryHeap::with_capacity(kept + 1);
+    let mut worst = u32::MAX;
+    for (i, row) in rows.chunks_exact(words).enumerate() {
+        let distance = sign_distance(bits, row);
+        if best.len() >= kept && distance >= worst {
+            continue;
+        }
+        if candidates.is_some_and(|c| !u32::try_from(ids[i]).is_ok_and(|id| c.contains(id))) {
+            continue;
+        }
+        best.push((distance, i));
+        if best.len() > kept {
+            best.pop();
+        }
+        if best.len() >= kept {
+            worst = best.peek().map_or(u32::MAX, |w| w.0);
+        }
+    }
+    best.into_iter().map(|(_, i)| i).collect()
 }
 
 impl ExactCache {
@@ -278,7 +321,10 @@ impl Store {
         candidates: Option<&RoaringBitmap>,
     ) -> Option<Vec<(u64, f32)>> {
         let found = match self.exact_fresh(query, limit, candidates) {
-            Some(scan) => Some(self.read(|rtxn| self.scanned(rtxn, query, limit, scan)).ok()?),
+            Some(scan) => Some(
+                self.read(|rtxn| self.scanned(rtxn, query, limit, scan))
+                    .ok()?,
+            ),
             None => None,
         };
         if found.is_none() {
@@ -309,9 +355,12 @@ impl Store {
     ) -> Result<Vec<(u64, f32)>, Fail> {
         match scan {
             Scan::Nearest(found) => Ok(found),
-            Scan::Candidates(ids) => {
-                self.rescored(rtxn, &Probe::new(query), limit, ids.into_iter().map(|id| (id, None)))
-            }
+            Scan::Candidates(ids) => self.rescored(
+                rtxn,
+                &Probe::new(query),
+                limit,
+                ids.into_iter().map(|id| (id, None)),
+            ),
         }
     }
 
@@ -689,8 +738,14 @@ pub(super) mod tests {
                 .filter(|(id, _)| graph_way[..10].iter().any(|(_, g)| g == id))
                 .count();
         }
-        assert!(hits >= 150 && hits > three_times + 30, "recall@10 {hits}/200 against {three_times}");
-        let copy = store.exact.fresh(dims).expect("the copy made by the first search");
+        assert!(
+            hits >= 150 && hits > three_times + 30,
+            "recall@10 {hits}/200 against {three_times}"
+        );
+        let copy = store
+            .exact
+            .fresh(dims)
+            .expect("the copy made by the first search");
         assert!(matches!(copy.rows, Rows::Signs { words: 2, .. }));
 
         // A chunk added later is found once its commit's copy is built; until then an older
@@ -698,7 +753,9 @@ pub(super) mod tests {
         let query: Vec<f32> = (0..dims).map(|_| next()).collect();
         let before = store.nearest(&query, 5, None, 0).unwrap();
         add_file_with(&store, "b.rs", 2_000..2_001, |_| query.clone());
-        wait_until("no copy after the commit", || store.exact.fresh(dims).is_some());
+        wait_until("no copy after the commit", || {
+            store.exact.fresh(dims).is_some()
+        });
         let found = store.nearest(&query, 5, None, 0).unwrap();
         assert_eq!(found[0].0, 2_000);
         assert!(found[0].1 < 1e-3);
@@ -707,7 +764,9 @@ pub(super) mod tests {
         store.exact.committed();
         let removed = store.nearest(&query, 5, None, 0).unwrap();
         assert_eq!(removed, found);
-        wait_until("no copy after the search", || store.exact.fresh(dims).is_some());
+        wait_until("no copy after the search", || {
+            store.exact.fresh(dims).is_some()
+        });
         remove_file(&store, "b.rs");
         store.exact.committed();
         let after = store.nearest(&query, 5, None, 0).unwrap();
