@@ -20,6 +20,7 @@ mod protocol;
 mod quick_pass;
 mod ranking;
 mod recovery;
+mod scan;
 mod security;
 mod semantic;
 mod service;

@@ -16,6 +16,7 @@ use crate::embed::Embedding;
 use crate::index::ProjectIndex;
 use crate::index::progress::IndexState;
 use crate::index::store::EmbeddedChunk;
+use crate::index::store::resident::WHILE_WRITING;
 use crate::index::writer::{WriteOp, WriterHandle};
 
 /// Chunk text given to the embedder: where it is and what it defines on the first line (the
@@ -59,6 +60,8 @@ fn run(index: &ProjectIndex, writer: &WriterHandle, embedding: &Embedding, stop:
     let mut last_empty: Option<Instant> = None;
     // A commit was asked for the vectors sent since the queue emptied.
     let mut commit_asked = false;
+    // When the shared cache's pages were last given back.
+    let mut last_release = Instant::now();
     while !stop.load(Ordering::SeqCst) {
         // A commit that failed dropped the vectors sent meanwhile: they are pending again,
         // not on their way. Wait (the disk may still be full), then send them again.
@@ -142,6 +145,11 @@ fn run(index: &ProjectIndex, writer: &WriterHandle, embedding: &Embedding, stop:
                 .shared_hits
                 .fetch_add(shared.len() as u64, Ordering::Relaxed);
             cached.extend(shared);
+            // The cache's pages these look-ups read need not stay resident meanwhile.
+            if last_release.elapsed() >= WHILE_WRITING {
+                last_release = Instant::now();
+                embedding.release_mapped_pages();
+            }
         }
         if !cached.is_empty() {
             let items: Vec<EmbeddedChunk> = pending

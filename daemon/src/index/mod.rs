@@ -77,6 +77,7 @@ pub fn open_index(dir: &Path, root: &Path) -> Result<ProjectIndex, IndexError> {
             std::io::Error::other("chunk ids exhausted"),
         ));
     }
+    store.prepare_exact_copy();
     let lexical = Lexical::open(&dir.join("tantivy"))?;
     Ok(ProjectIndex {
         store,

@@ -16,6 +16,7 @@
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use heed::RoTxn;
 use heed::types::Bytes;
@@ -90,6 +91,9 @@ const MARGIN: usize = 32;
 const SIGN_KEPT: usize = 10;
 const SIGN_RESCORED: usize = 3;
 
+/// While chunks wait for vectors, the copy is rebuilt after a commit at most this often.
+const REBUILD_WHILE_EMBEDDING: Duration = Duration::from_secs(5);
+
 /// The store's in-memory copy of its vectors, shared by its clones.
 #[derive(Clone, Default)]
 pub(super) struct ExactCache(Arc<Inner>);
@@ -104,6 +108,8 @@ struct Inner {
     /// One more than the generation found too large to copy (0: none), so searches do not
     /// ask again until the next commit.
     refused: AtomicU64,
+    /// When the copy held was built.
+    built: Mutex<Option<Instant>>,
     /// Bounds set by a test (else the memory budget's).
     #[cfg(test)]
     bounds: Mutex<Option<Bounds>>,
@@ -266,17 +272,29 @@ fn sign_scan_portable(
 }
 
 impl ExactCache {
-    /// Called after each commit: the copy no longer stands for the store. Returns the
-    /// dimensions of the copy there was, if any.
-    fn committed(&self) -> Option<usize> {
+    /// Called after each commit: the copy no longer stands for the store.
+    fn committed(&self) {
         self.0.generation.fetch_add(1, Ordering::AcqRel);
-        let current = self.0.current.lock().unwrap_or_else(|e| e.into_inner());
-        current.as_ref().map(|c| c.dims)
     }
 
     /// Hold `copy` from now on (`None`: none).
     fn put(&self, copy: Option<ExactVectors>) {
+        if copy.is_some() {
+            *self.0.built.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+        }
         *self.0.current.lock().unwrap_or_else(|e| e.into_inner()) = copy.map(Arc::new);
+    }
+
+    /// Whether a copy is held that was built less than [`REBUILD_WHILE_EMBEDDING`] ago.
+    fn built_lately(&self) -> bool {
+        let held = self
+            .0
+            .current
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some();
+        let built = *self.0.built.lock().unwrap_or_else(|e| e.into_inner());
+        held && built.is_some_and(|at| at.elapsed() < REBUILD_WHILE_EMBEDDING)
     }
 
     /// The copy, if it stands for the store as committed and holds `dims`-dimension vectors.
@@ -369,7 +387,7 @@ impl Store {
     pub(super) fn exact_stale(&self, dims: usize) {
         let generation = self.exact.0.generation.load(Ordering::Acquire);
         if self.exact.0.refused.load(Ordering::Acquire) != generation + 1 {
-            self.start_exact_rebuild(dims, false);
+            self.start_exact_rebuild(Some(dims), false);
         }
     }
 
@@ -409,18 +427,20 @@ impl Store {
         self.exact.0.generation.load(Ordering::Acquire)
     }
 
-    /// After a commit: a project searched through its copy has it rebuilt at once when no
-    /// chunk waits for a vector (the index has settled), so the next search finds it ready.
+    /// After a commit: the copy is rebuilt at once when no chunk waits for a vector (the
+    /// index has settled), so the next search finds it ready; while vectors are still coming,
+    /// at most every [`REBUILD_WHILE_EMBEDDING`], so that when the last one comes a search
+    /// has an older sign copy to answer from instead of making one (480,000 chunks: 0.5 s).
     pub(super) fn exact_after_commit(&self) {
-        if let Some(dims) = self.exact.committed() {
-            self.start_exact_rebuild(dims, true);
-        }
+        self.exact.committed();
+        self.start_exact_rebuild(None, true);
     }
 
-    /// Rebuild the in-memory copy on a thread of its own, unless one is being built, the
-    /// vectors would not fit the copy's [`Bounds`], or (`when_settled`) chunks wait for
-    /// vectors.
-    fn start_exact_rebuild(&self, dims: usize, when_settled: bool) {
+    /// Rebuild the in-memory copy of `dims`-dimension vectors (`None`: the store's) on a
+    /// thread of its own, unless one is being built, the vectors would not fit the copy's
+    /// [`Bounds`], or (`after_commit`) chunks wait for vectors and a copy was built less than
+    /// [`REBUILD_WHILE_EMBEDDING`] ago. What the build read of the store's map is given back.
+    fn start_exact_rebuild(&self, dims: Option<usize>, after_commit: bool) {
         if self.exact.0.building.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -430,7 +450,13 @@ impl Store {
             .spawn(move || {
                 let generation = store.exact.0.generation.load(Ordering::Acquire);
                 let built = store.read(|rtxn| {
-                    if when_settled && !store.embed_pending.is_empty(rtxn)? {
+                    let Some(dims) = dims.or(super::vectors::vector_dims(&store, rtxn)?) else {
+                        return Ok(None);
+                    };
+                    if after_commit
+                        && !store.embed_pending.is_empty(rtxn)?
+                        && store.exact.built_lately()
+                    {
                         return Ok(None);
                     }
                     store
@@ -453,6 +479,7 @@ impl Store {
                         tracing::warn!(error = %e, "could not copy the vectors for exact search")
                     }
                 }
+                store.release_mapped_pages();
                 store.exact.0.building.store(false, Ordering::Release);
             });
         if spawned.is_err() {
@@ -485,6 +512,8 @@ impl Store {
             }
         }
         by_hash.sort_unstable();
+        // What the scan read of the map need not stay resident while the cache is read.
+        self.release_mapped_pages();
         let mut found: Vec<(u64, &[u8])> = Vec::with_capacity(chunks);
         let mut next = 0;
         for item in self.embed_cache.iter(rtxn)? {
