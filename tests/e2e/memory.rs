@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use amanmcp_tests::{FakeEmbedServer, TestEnv};
+use amanmcp_tests::{FakeEmbedServer, TestEnv, made_up_word};
 
 /// The budget under test, in MB: a debug build's daemon, whose fixed costs (parsers, the
 /// runtime, its threads) are about 80 MB during a pass.
@@ -21,27 +21,11 @@ const FUNCTIONS: usize = 12;
 /// The stand-in's vectors: as wide as the widest models' (a batch of 64 is 4 MB).
 const DIMS: usize = 16_384;
 
-/// A made-up word for `n` (distinct for each `n`), so every chunk's text is new.
-fn word(mut n: usize) -> String {
-    const SYLLABLES: [&str; 16] = [
-        "ka", "lo", "mi", "nu", "pe", "ra", "si", "to", "va", "zu", "be", "do", "fi", "gu", "ho",
-        "ja",
-    ];
-    let mut out = String::new();
-    loop {
-        out.push_str(SYLLABLES[n % 16]);
-        n /= 16;
-        if n == 0 {
-            return out;
-        }
-    }
-}
-
 fn module(i: usize) -> String {
     let mut text = String::new();
     for f in 0..FUNCTIONS {
         let n = i * FUNCTIONS + f;
-        let (a, b) = (word(n), word(n * 7 + 3));
+        let (a, b) = (made_up_word(n), made_up_word(n * 7 + 3));
         text.push_str(&format!(
             "def {a}_{b}(value, {b}_count):\n    \"\"\"Turn the {a} into a {b} for step {n}.\"\"\"\n    total = value * {n} + {b}_count\n    for item in range({f} + 3):\n        total += item * {i}\n    return {a}_helper(total, \"{b}\")\n\n\n"
         ));

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use amanmcp_tests::{FakeEmbedServer, Shim, TestEnv, write_file};
+use amanmcp_tests::{FakeEmbedServer, Shim, TestEnv, made_up_word, write_file};
 use serde_json::{Value, json};
 
 /// The budget under test: int8 rows up to 1 MB (1,020 chunks of 1,024 dimensions), sign
@@ -16,19 +16,8 @@ const FILES: usize = 1300;
 const FUNCTIONS: usize = 2;
 
 /// A made-up word for `n`, distinct for each `n`.
-fn word(mut n: usize) -> String {
-    const SYLLABLES: [&str; 16] = [
-        "ka", "lo", "mi", "nu", "pe", "ra", "si", "to", "va", "zu", "be", "do", "fi", "gu", "ho",
-        "ja",
-    ];
-    let mut out = String::from("q");
-    loop {
-        out.push_str(SYLLABLES[n % 16]);
-        n /= 16;
-        if n == 0 {
-            return out;
-        }
-    }
+fn word(n: usize) -> String {
+    format!("q{}", made_up_word(n))
 }
 
 /// Function `f` of file `i`: its own three words, asked for by [`query`].

@@ -464,6 +464,23 @@ impl Ran {
     }
 }
 
+/// A made-up word for `n`, distinct for each `n` (syllables, so a tokenizer keeps it whole):
+/// generated code whose every chunk's text is new.
+pub fn made_up_word(mut n: usize) -> String {
+    const SYLLABLES: [&str; 16] = [
+        "ka", "lo", "mi", "nu", "pe", "ra", "si", "to", "va", "zu", "be", "do", "fi", "gu", "ho",
+        "ja",
+    ];
+    let mut out = String::new();
+    loop {
+        out.push_str(SYLLABLES[n % 16]);
+        n /= 16;
+        if n == 0 {
+            return out;
+        }
+    }
+}
+
 /// The result paths of a successful `search` reply, in order (panics on an error reply).
 /// Write `text` to `rel` under `root`, making its directories.
 pub fn write_file(root: &Path, rel: &str, text: &str) {
