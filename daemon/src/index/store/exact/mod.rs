@@ -108,8 +108,6 @@ struct Inner {
     /// One more than the generation found too large to copy (0: none), so searches do not
     /// ask again until the next commit.
     refused: AtomicU64,
-    /// When the copy held was built.
-    built: Mutex<Option<Instant>>,
     /// Bounds set by a test (else the memory budget's).
     #[cfg(test)]
     bounds: Mutex<Option<Bounds>>,
@@ -118,6 +116,8 @@ struct Inner {
 /// Every chunk's vector (int8 rows or sign rows), in chunk id order.
 struct ExactVectors {
     generation: u64,
+    /// When it was made.
+    built: Instant,
     dims: usize,
     ids: Vec<u64>,
     rows: Rows,
@@ -282,22 +282,15 @@ impl ExactCache {
 
     /// Hold `copy` from now on (`None`: none).
     fn put(&self, copy: Option<ExactVectors>) {
-        if copy.is_some() {
-            *self.0.built.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
-        }
         *self.0.current.lock().unwrap_or_else(|e| e.into_inner()) = copy.map(Arc::new);
     }
 
     /// Whether a copy is held that was built less than [`REBUILD_WHILE_EMBEDDING`] ago.
     fn built_lately(&self) -> bool {
-        let held = self
-            .0
-            .current
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_some();
-        let built = *self.0.built.lock().unwrap_or_else(|e| e.into_inner());
-        held && built.is_some_and(|at| at.elapsed() < REBUILD_WHILE_EMBEDDING)
+        let current = self.0.current.lock().unwrap_or_else(|e| e.into_inner());
+        current
+            .as_ref()
+            .is_some_and(|c| c.built.elapsed() < REBUILD_WHILE_EMBEDDING)
     }
 
     /// The copy, if it stands for the store as committed and holds `dims`-dimension vectors.
@@ -563,6 +556,7 @@ impl Store {
         };
         Ok(Some(ExactVectors {
             generation,
+            built: Instant::now(),
             dims,
             ids: found.into_iter().map(|(id, _)| id).collect(),
             rows,
