@@ -1,7 +1,7 @@
 //! `amanmcpd`: the per-user daemon that owns project indexes and serves them over gRPC.
 //!
 //! See ARCHITECTURE.md for the code map. Layers, lowest first (a module imports only from
-//! the ones before it): [`error`], [`memory`] (the memory budget), [`files`] (what is on disk), [`chunk`] (splitting code),
+//! the ones before it): [`error`], [`nice`] (which threads yield the CPU to searches), [`memory`] (the memory budget), [`files`] (what is on disk), [`chunk`] (splitting code),
 //! [`index`] (one project's storage and the pipeline that fills it), [`embed`] (embedders
 //! and the embedding worker), [`search`] (query analysis, fusion, ranking, lookup),
 //! [`watch`], [`project`] (one loaded project), [`registry`], [`across`] (one query over
@@ -17,6 +17,7 @@ pub mod files;
 pub mod index;
 pub mod memory;
 pub mod metrics;
+pub mod nice;
 pub mod project;
 pub mod registry;
 pub mod rpc;

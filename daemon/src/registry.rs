@@ -80,6 +80,7 @@ impl Registry {
         let _ = std::thread::Builder::new()
             .name("amanmcp-janitor".into())
             .spawn(move || {
+                crate::nice::step_back(crate::nice::INDEXING);
                 loop {
                     std::thread::sleep(tick);
                     let Some(registry) = weak.upgrade() else {

@@ -15,6 +15,7 @@ mod lookup;
 mod mcp;
 mod mcp_client;
 mod memory;
+mod priority;
 mod project;
 mod protocol;
 mod quick_pass;

@@ -43,7 +43,7 @@ impl MiniLm {
         let max_bytes = max_bytes.unwrap_or(DEFAULT_MAX_BYTES);
         let documents = rayon::ThreadPoolBuilder::new()
             .thread_name(|i| format!("amanmcp-embed-{i}"))
-            .start_handler(|_| super::lower_thread_priority(super::DOCUMENT_NICE))
+            .start_handler(|_| crate::nice::step_back(crate::nice::EMBEDDING))
             .build()
             .map_err(|e| EmbedError::Model(format!("cannot start the embedding threads: {e}")))?;
         let queries = rayon::ThreadPoolBuilder::new()

@@ -338,19 +338,3 @@ pub fn normalize(mut vector: Vec<f32>) -> Option<Vec<f32>> {
     }
     Some(vector)
 }
-
-/// How far the threads embedding documents step back (`nice`) for indexing and search.
-pub(crate) const DOCUMENT_NICE: i32 = 10;
-
-/// Lower the calling thread's scheduling priority (Linux `nice` is per thread) by `steps`:
-/// the embedding threads yield the cores to indexing and search, and take what is idle (on
-/// 2 cores, the first pass of a 2,000-file tree ends in 4.4 s instead of 7.6 s beside them).
-pub(crate) fn lower_thread_priority(steps: i32) {
-    // SAFETY: gettid and getpriority/setpriority on the calling thread's own id have no
-    // preconditions; a failure (a sandbox refusing) leaves the priority as it was.
-    unsafe {
-        let tid = libc::gettid() as libc::id_t;
-        let now = libc::getpriority(libc::PRIO_PROCESS, tid);
-        libc::setpriority(libc::PRIO_PROCESS, tid, (now + steps).min(19));
-    }
-}

@@ -146,7 +146,7 @@ pub(super) fn start(
         .name("amanmcp-word-table".into())
         .spawn(move || {
             // Behind everything else, project embedding included.
-            super::lower_thread_priority(19);
+            crate::nice::step_back(crate::nice::WORD_TABLE);
             let started = Instant::now();
             match fill(&model, &cache, key, table, || {
                 while !activity.quiet() {

@@ -214,7 +214,7 @@ impl Words {
         let pool = |name: &'static str, nice: i32| {
             rayon::ThreadPoolBuilder::new()
                 .thread_name(move |i| format!("amanmcp-{name}-{i}"))
-                .start_handler(move |_| super::lower_thread_priority(nice))
+                .start_handler(move |_| crate::nice::step_back(nice))
                 .build()
                 .map_err(|e| EmbedError::Model(format!("cannot start the embedding threads: {e}")))
         };
@@ -225,7 +225,7 @@ impl Words {
             model,
             known: Arc::default(),
             max_known: max_known_words(),
-            documents: pool("embed", super::DOCUMENT_NICE)?,
+            documents: pool("embed", crate::nice::EMBEDDING)?,
             queries: pool("query", 0)?,
             batch_size: batch_size.unwrap_or(256),
             shared: OnceLock::new(),

@@ -37,7 +37,10 @@ pub fn spawn(
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
     std::thread::Builder::new()
         .name("amanmcp-embedder".into())
-        .spawn(move || run(&index, &writer, &embedding, &stop))
+        .spawn(move || {
+            crate::nice::step_back(crate::nice::EMBEDDING);
+            run(&index, &writer, &embedding, &stop)
+        })
 }
 
 /// How long the worker waits for a pass to end before looking again.

@@ -8,6 +8,7 @@ pub mod health;
 pub mod lexical;
 pub mod pipeline;
 pub mod progress;
+pub mod startup;
 pub mod store;
 pub mod tokenizer;
 pub mod verify;

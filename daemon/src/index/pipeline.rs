@@ -234,6 +234,7 @@ fn on_parse_pool<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     let pool = POOL.get_or_init(|| {
         rayon::ThreadPoolBuilder::new()
             .thread_name(|i| format!("amanmcp-parse-{i}"))
+            .start_handler(|_| crate::nice::step_back(crate::nice::INDEXING))
             .build()
             .inspect_err(|e| tracing::error!(error = %e, "cannot start the parsing threads"))
             .ok()

@@ -13,7 +13,7 @@
 //! 3. LMDB: write file and chunk records, clear the dirty marks, commit.
 //!
 //! On open, any dirty path has its tantivy documents and LMDB records dropped, and the
-//! reconcile pass then re-indexes it (see [`recover`]).
+//! reconcile pass then re-indexes it (see [`super::startup::recover`]).
 //!
 //! Vectors live in LMDB only (the ANN graph), so they need no intent: step 3 writes a chunk's pending
 //! mark with its record (and queues a removed chunk's vector for dropping); vectors arrive
@@ -158,12 +158,19 @@ pub fn spawn(
     let dir = index.lexical.dir().to_path_buf();
     let (tx, rx) = mpsc::sync_channel(256);
     let vector_gate = Arc::new(Gate::new(crate::memory::budget().vector_bytes_in_flight()));
-    let writer = index.lexical.writer()?;
     let next_chunk_id = index.store.next_chunk_id()?;
     let gate = vector_gate.clone();
+    let (opened_tx, opened) = mpsc::sync_channel(1);
     let thread = std::thread::Builder::new()
         .name("amanmcp-writer".into())
         .spawn(move || {
+            // Before tantivy's writer is made: its indexing and merging threads inherit it.
+            crate::nice::step_back(crate::nice::INDEXING);
+            let writer = match index.lexical.writer() {
+                Ok(writer) => writer,
+                Err(e) => return drop(opened_tx.send(Err(e))),
+            };
+            let _ = opened_tx.send(Ok(()));
             Writer {
                 index,
                 writer: Some(writer),
@@ -181,6 +188,10 @@ pub fn spawn(
             .run(rx)
         })
         .map_err(|e| IndexError::io(std::path::Path::new("writer thread"), e))?;
+    opened.recv().unwrap_or_else(|_| {
+        let gone = std::io::Error::other("the writer thread ended before it opened tantivy");
+        Err(IndexError::io(std::path::Path::new("writer thread"), gone))
+    })?;
     Ok((
         WriterHandle {
             tx,
@@ -554,42 +565,4 @@ fn injected_failure(dir: &std::path::Path) -> Result<(), IndexError> {
         dir,
         std::io::Error::from_raw_os_error(errno),
     ))
-}
-
-/// Make the index's vectors those of `model`: an index holding another model's vectors (or
-/// none recorded) has them dropped and every chunk queued for embedding. Runs before the
-/// writer starts. Returns the chunks queued.
-pub fn adopt_model(index: &ProjectIndex, model: &str) -> Result<Option<u64>, IndexError> {
-    let current = index.store.vector_model()?;
-    if current.as_deref() == Some(model) {
-        return Ok(None);
-    }
-    let next_chunk_id = index.store.next_chunk_id()?;
-    let mut txn = index.store.write_txn()?;
-    let queued = txn.reset_vectors(model)?;
-    txn.commit(next_chunk_id)?;
-    Ok(Some(queued))
-}
-
-/// Undo a commit interrupted by a crash: drop every dirty path from tantivy and LMDB, so the
-/// next reconcile re-indexes those files from disk. Runs before the writer starts.
-pub fn recover(index: &ProjectIndex) -> Result<usize, IndexError> {
-    let dirty = index.store.dirty_paths()?;
-    if dirty.is_empty() {
-        return Ok(0);
-    }
-    let mut writer = index.lexical.writer()?;
-    for path in &dirty {
-        index.lexical.delete_path(&writer, path);
-    }
-    index.lexical.commit(&mut writer)?;
-    drop(writer);
-    let next_chunk_id = index.store.next_chunk_id()?;
-    let mut txn = index.store.write_txn()?;
-    for path in &dirty {
-        txn.remove_file(path)?;
-    }
-    txn.clear_dirty()?;
-    txn.commit(next_chunk_id)?;
-    Ok(dirty.len())
 }

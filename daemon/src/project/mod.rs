@@ -9,7 +9,7 @@ use crate::error::{Error, IndexError};
 use crate::files::scan::Limits;
 use crate::index::progress::IndexState;
 use crate::index::writer::{self, WriterHandle};
-use crate::index::{ProjectIndex, open_index, project_dir};
+use crate::index::{ProjectIndex, open_index, project_dir, startup};
 use crate::search::SearchConfig;
 use crate::watch::{ProjectWatch, WatchConfig, WatchMode};
 
@@ -136,13 +136,13 @@ impl Project {
         if let Err(e) = crate::index::record_root(&dir, &root) {
             tracing::warn!(dir = %dir.display(), error = %e, "cannot record the project's root");
         }
-        let recovered = writer::recover(&index)?;
+        let recovered = startup::recover(&index)?;
         if recovered > 0 {
             tracing::info!(root = %root.display(), recovered, "recovered an interrupted commit");
         }
         if let Some(embedding) = &search.embedding {
             let model = embedding.embedder.model_id();
-            if let Some(queued) = writer::adopt_model(&index, &model)? {
+            if let Some(queued) = startup::adopt_model(&index, &model)? {
                 tracing::info!(root = %root.display(), %model, queued, "vectors reset for the embedder's model");
             }
         }
@@ -192,6 +192,7 @@ impl Project {
         let spawned = std::thread::Builder::new()
             .name("amanmcp-updater".into())
             .spawn(move || {
+                crate::nice::step_back(crate::nice::INDEXING);
                 while let Ok(mut paths) = changes_rx.recv() {
                     while let Ok(more) = changes_rx.try_recv() {
                         paths.extend(more);
@@ -356,6 +357,7 @@ impl Project {
         let spawned = std::thread::Builder::new()
             .name("amanmcp-indexer".into())
             .spawn(move || {
+                crate::nice::step_back(crate::nice::INDEXING);
                 while project.pass_requested.swap(false, Ordering::SeqCst) {
                     project.run_pass();
                 }

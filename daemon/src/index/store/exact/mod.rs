@@ -444,6 +444,7 @@ impl Store {
         let spawned = std::thread::Builder::new()
             .name("exact-vectors".into())
             .spawn(move || {
+                crate::nice::step_back(crate::nice::INDEXING);
                 let generation = store.exact.0.generation.load(Ordering::Acquire);
                 let built = store.read(|rtxn| {
                     let Some(dims) = dims.or(super::vectors::vector_dims(&store, rtxn)?) else {
