@@ -481,7 +481,6 @@ pub fn made_up_word(mut n: usize) -> String {
     }
 }
 
-/// The result paths of a successful `search` reply, in order (panics on an error reply).
 /// Write `text` to `rel` under `root`, making its directories.
 pub fn write_file(root: &Path, rel: &str, text: &str) {
     let path = root.join(rel);
@@ -489,6 +488,7 @@ pub fn write_file(root: &Path, rel: &str, text: &str) {
     std::fs::write(path, text).unwrap();
 }
 
+/// The result paths of a successful `search` reply, in order (panics on an error reply).
 pub fn result_paths(reply: &Value) -> Vec<String> {
     assert_ne!(reply["result"]["isError"], json!(true), "{reply}");
     reply["result"]["structuredContent"]["results"]
