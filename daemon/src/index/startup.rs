@@ -27,7 +27,7 @@ pub fn recover(index: &ProjectIndex) -> Result<usize, IndexError> {
     if dirty.is_empty() {
         return Ok(0);
     }
-    let mut writer = index.lexical.writer()?;
+    let mut writer = index.lexical.writer(None)?;
     for path in &dirty {
         index.lexical.delete_path(&writer, path);
     }

@@ -30,7 +30,7 @@ use crate::chunk::syntax::Symbol;
 use crate::chunk::syntax::refs::FileRefs;
 use crate::error::IndexError;
 use crate::index::ProjectIndex;
-use crate::index::lexical::ChunkDoc;
+use crate::index::lexical::{ChunkDoc, OnSegmentsMoved};
 use crate::index::store::{ChunkRecord, EmbeddedChunk, FileRecord, SymbolRecord, resident};
 use crate::memory::Gate;
 
@@ -89,12 +89,17 @@ pub enum WriteOp {
     /// Commit now, then write again the live documents of tantivy segments holding deleted
     /// ones (`Lexical::settle`: BM25 then counts what a fresh index would), and report.
     Settle(mpsc::Sender<Result<(), IndexError>>),
+    /// tantivy's segments may have changed (a merge ended): searches should read the
+    /// merged segments now, not at the next commit (sent by tantivy's merge policy).
+    SegmentsMoved,
 }
 
 /// The sending side of a project's writer.
 #[derive(Clone)]
 pub struct WriterHandle {
-    tx: SyncSender<WriteOp>,
+    /// Shared so tantivy's merge policy can hold it weakly: the channel closes (and the
+    /// thread ends) when the last handle goes, whatever tantivy keeps.
+    tx: Arc<SyncSender<WriteOp>>,
     /// Vector bytes sent and not yet committed.
     vector_gate: Arc<Gate>,
     /// The index's directory, for errors.
@@ -157,6 +162,8 @@ pub fn spawn(
 ) -> Result<(WriterHandle, std::thread::JoinHandle<()>), IndexError> {
     let dir = index.lexical.dir().to_path_buf();
     let (tx, rx) = mpsc::sync_channel(256);
+    let tx = Arc::new(tx);
+    let moved = segments_moved(Arc::downgrade(&tx));
     let vector_gate = Arc::new(Gate::new(crate::memory::budget().vector_bytes_in_flight()));
     let next_chunk_id = index.store.next_chunk_id()?;
     let gate = vector_gate.clone();
@@ -166,7 +173,7 @@ pub fn spawn(
         .spawn(move || {
             // Before tantivy's writer is made: its indexing and merging threads inherit it.
             crate::nice::step_back(crate::nice::INDEXING);
-            let writer = match index.lexical.writer() {
+            let writer = match index.lexical.writer(Some(moved.clone())) {
                 Ok(writer) => writer,
                 Err(e) => return drop(opened_tx.send(Err(e))),
             };
@@ -174,6 +181,7 @@ pub fn spawn(
             Writer {
                 index,
                 writer: Some(writer),
+                moved,
                 next_chunk_id,
                 staged: Vec::new(),
                 staged_vector_bytes: 0,
@@ -221,6 +229,8 @@ struct Writer {
     /// The tantivy writer; `None` after a failure left it unusable (a rollback that could
     /// not reopen it), until the next operation opens a new one.
     writer: Option<tantivy::IndexWriter>,
+    /// What tantivy's merge policy calls when segments may have moved.
+    moved: OnSegmentsMoved,
     next_chunk_id: u64,
     staged: Vec<Staged>,
     /// Bytes of the vectors staged: with the files staged, what a commit waits with in memory.
@@ -251,6 +261,7 @@ impl Writer {
             };
             match op {
                 Ok(WriteOp::Commit) => self.commit_or_fail(),
+                Ok(WriteOp::SegmentsMoved) => self.refresh_reader(),
                 Ok(WriteOp::Flush(ack)) => {
                     let _ = ack.send(self.flush());
                 }
@@ -301,7 +312,7 @@ impl Writer {
     /// The tantivy writer, opened again if a failure dropped it.
     fn tantivy(&mut self) -> Result<&mut tantivy::IndexWriter, IndexError> {
         if self.writer.is_none() {
-            self.writer = Some(self.index.lexical.writer()?);
+            self.writer = Some(self.index.lexical.writer(Some(self.moved.clone()))?);
             tracing::info!("index writer reopened after a failure");
         }
         Ok(self.writer.as_mut().expect("just opened"))
@@ -383,7 +394,11 @@ impl Writer {
                 self.staged.push(Staged::Remove(path));
             }
             WriteOp::ChunkerVersion(version) => self.staged.push(Staged::ChunkerVersion(version)),
-            WriteOp::Vectors(_) | WriteOp::Flush(_) | WriteOp::Settle(_) | WriteOp::Commit => {
+            WriteOp::Vectors(_)
+            | WriteOp::Flush(_)
+            | WriteOp::Settle(_)
+            | WriteOp::Commit
+            | WriteOp::SegmentsMoved => {
                 unreachable!("handled above and by run")
             }
         }
@@ -425,6 +440,22 @@ impl Writer {
             );
         }
         Ok(())
+    }
+
+    /// A merge may have landed: reload the reader if its segments are not the index's, so
+    /// that cost is paid here and not by the next edit's commit. Between operations, so
+    /// never between a commit's tantivy and LMDB halves.
+    fn refresh_reader(&mut self) {
+        let started = Instant::now();
+        match self.index.lexical.refresh_if_stale() {
+            Ok(true) => tracing::debug!(
+                ms = started.elapsed().as_secs_f64() * 1e3,
+                "reader reloaded after a merge"
+            ),
+            Ok(false) => {}
+            // Searches read the segments they had; the next commit reloads again.
+            Err(e) => tracing::warn!(error = %e.explained(), "reader not reloaded after a merge"),
+        }
     }
 
     fn commit_or_fail(&mut self) {
@@ -484,12 +515,14 @@ impl Writer {
         let store = &index.store;
         let started = Instant::now();
         let n_staged = self.staged.len();
+        let mut dirty_ms = 0.0;
         if !self.lexical_paths.is_empty() {
             let mut txn = store.write_txn()?;
             for path in &self.lexical_paths {
                 txn.mark_dirty(path)?;
             }
             txn.commit(self.next_chunk_id)?;
+            dirty_ms = started.elapsed().as_secs_f64() * 1e3;
             index.lexical.commit(self.tantivy()?)?;
             crate::crash::point("after_lexical_commit");
         }
@@ -522,6 +555,7 @@ impl Writer {
         tracing::debug!(
             files = n_staged,
             vectors = n_vectors,
+            dirty_ms,
             lexical_ms,
             total_ms = started.elapsed().as_secs_f64() * 1e3,
             "committed"
@@ -535,6 +569,16 @@ impl Drop for Writer {
     fn drop(&mut self) {
         self.vector_gate.close();
     }
+}
+
+/// What tantivy's merge policy calls: a [`WriteOp::SegmentsMoved`] for the writer thread,
+/// dropped when the queue is full (a commit is coming, and it reloads) or the writer is gone.
+fn segments_moved(tx: std::sync::Weak<SyncSender<WriteOp>>) -> OnSegmentsMoved {
+    Arc::new(move || {
+        if let Some(tx) = tx.upgrade() {
+            let _ = tx.try_send(WriteOp::SegmentsMoved);
+        }
+    })
 }
 
 /// Bytes of `items`' vectors.

@@ -387,6 +387,7 @@ impl Project {
         let progress = &self.index.progress;
         progress.pass_starting();
         let guard = self.update_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let started = std::time::Instant::now();
         let watch = &self.watch;
         let reread = self.reread_requested.swap(false, Ordering::SeqCst);
         let outcome = crate::index::pipeline::reconcile(
@@ -401,6 +402,12 @@ impl Project {
         self.ensure_poller();
         match outcome {
             Ok(quick) => {
+                // File events wait for a pass (it holds the update lock): this is how long.
+                tracing::debug!(
+                    ms = started.elapsed().as_secs_f64() * 1e3,
+                    quick,
+                    "pass ended"
+                );
                 // A quick pass left its new files chunked by lines: chunk them by syntax now.
                 if quick {
                     self.pass_requested.store(true, Ordering::SeqCst);

@@ -30,18 +30,47 @@ fn tie_key(path: &str, start_line: u32) -> u64 {
     xxhash_rust::xxh3::xxh3_64(&bytes)
 }
 
-/// tantivy's log merge policy over the segments without deleted documents.
-#[derive(Debug, Default)]
-pub(super) struct LiveSegmentsOnly(LogMergePolicy);
+/// Called when tantivy's segments may have changed without a commit of ours: a merge ended.
+pub type OnSegmentsMoved = std::sync::Arc<dyn Fn() + Send + Sync>;
+
+/// tantivy's log merge policy over the segments without deleted documents. tantivy asks
+/// it after every commit and after every merge ends, so it also says when a merge may have
+/// landed ([`OnSegmentsMoved`]): the reader, reloaded only at commits, would otherwise keep
+/// the merged-away segments until the next edit, whose commit then paid for opening the
+/// merged ones (304 ms at 55,000 files).
+pub(super) struct LiveSegmentsOnly {
+    policy: LogMergePolicy,
+    moved: Option<OnSegmentsMoved>,
+}
+
+impl LiveSegmentsOnly {
+    pub(super) fn new(moved: Option<OnSegmentsMoved>) -> Self {
+        LiveSegmentsOnly {
+            policy: LogMergePolicy::default(),
+            moved,
+        }
+    }
+}
+
+impl std::fmt::Debug for LiveSegmentsOnly {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveSegmentsOnly")
+            .field("policy", &self.policy)
+            .finish_non_exhaustive()
+    }
+}
 
 impl MergePolicy for LiveSegmentsOnly {
     fn compute_merge_candidates(&self, segments: &[SegmentMeta]) -> Vec<MergeCandidate> {
+        if let Some(moved) = &self.moved {
+            moved();
+        }
         let live: Vec<SegmentMeta> = segments
             .iter()
             .filter(|s| !s.has_deletes())
             .cloned()
             .collect();
-        self.0.compute_merge_candidates(&live)
+        self.policy.compute_merge_candidates(&live)
     }
 }
 

@@ -21,6 +21,8 @@ use crate::error::IndexError;
 
 mod fresh;
 mod stored;
+
+pub use fresh::OnSegmentsMoved;
 mod words;
 
 use crate::index::tokenizer::{self, CODE_TOKENIZER, CodeTokenizer};
@@ -220,8 +222,9 @@ impl Lexical {
         IndexError::tantivy(&self.dir, e)
     }
 
-    /// A writer; only the project's writer thread holds one.
-    pub fn writer(&self) -> Result<IndexWriter, IndexError> {
+    /// A writer; only the project's writer thread holds one. `moved` is called whenever a
+    /// merge may have changed the segments (see [`fresh::OnSegmentsMoved`]).
+    pub fn writer(&self, moved: Option<OnSegmentsMoved>) -> Result<IndexWriter, IndexError> {
         // One per core, up to 4. In a quick pass tantivy's indexing is most of the work
         // (20,000 files on 2 cores: keyword search over all of them after 18.4-20.2 s with
         // two threads, 21.6-25.7 s with one); in a parsing pass they wait on the parse
@@ -231,7 +234,7 @@ impl Lexical {
             .index
             .writer_with_num_threads(threads, crate::memory::budget().writer_heap_bytes(threads))
             .map_err(|e| self.err(e))?;
-        writer.set_merge_policy(Box::new(fresh::LiveSegmentsOnly::default()));
+        writer.set_merge_policy(Box::new(fresh::LiveSegmentsOnly::new(moved)));
         // A daemon killed mid-commit leaves files that no commit references (a `.del` file
         // of a delete that never committed). The next commit at the same opstamp would
         // collide with them (`FileAlreadyExists`), so drop them before any write.
@@ -278,8 +281,36 @@ impl Lexical {
 
     /// Commit the writer's pending changes and make them visible to searches.
     pub fn commit(&self, writer: &mut IndexWriter) -> Result<(), IndexError> {
+        let started = std::time::Instant::now();
         writer.commit().map_err(|e| self.err(e))?;
-        self.reader.reload().map_err(|e| self.err(e))
+        let committed = started.elapsed();
+        self.reader.reload().map_err(|e| self.err(e))?;
+        tracing::debug!(
+            commit_ms = committed.as_secs_f64() * 1e3,
+            reload_ms = (started.elapsed() - committed).as_secs_f64() * 1e3,
+            segments = self.reader.searcher().segment_readers().len(),
+            "tantivy committed"
+        );
+        Ok(())
+    }
+
+    /// Reload the reader if the index's segments are not those it reads (a merge landed
+    /// since the last commit); whether it did.
+    pub fn refresh_if_stale(&self) -> Result<bool, IndexError> {
+        let mut on_disk = self
+            .index
+            .searchable_segment_ids()
+            .map_err(|e| self.err(e))?;
+        let mut read: Vec<_> = (self.reader.searcher().segment_readers().iter())
+            .map(|s| s.segment_id())
+            .collect();
+        on_disk.sort();
+        read.sort();
+        if on_disk == read {
+            return Ok(false);
+        }
+        self.reader.reload().map_err(|e| self.err(e))?;
+        Ok(true)
     }
 
     /// The chunk id of every live document (duplicates included).
@@ -520,3 +551,6 @@ pub fn dir_size(dir: &Path) -> u64 {
         })
         .sum()
 }
+
+#[cfg(test)]
+mod tests;
