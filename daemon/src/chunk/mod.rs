@@ -10,8 +10,10 @@
 /// 10: Rust macro invocations apart from calls (and the calls in their arguments), Rust
 /// locals without a written type. 11: type names with leading underscores (`_Table(...)`)
 /// type the bindings given them; a call's receiver in a Rust macro's arguments is the
-/// whole chain before it (`Foo::new().f(..)`: `Foo::new()`).
-pub const CHUNKER_VERSION: u64 = 11;
+/// whole chain before it (`Foo::new().f(..)`: `Foo::new()`). 12: a field's written
+/// declaration marked apart from the values given it (`self.x: Base` then `self.x = Sub()`),
+/// Python's quoted annotations (`app: "Application"`) read.
+pub const CHUNKER_VERSION: u64 = 12;
 
 pub mod syntax;
 

@@ -510,7 +510,8 @@ impl Writer {
         if self.staged.is_empty() {
             return Ok(());
         }
-        injected_failure(self.index.lexical.dir())?;
+        crate::crash::injected_write_failure()
+            .map_err(|e| IndexError::io(self.index.lexical.dir(), e))?;
         let index = self.index.clone();
         let store = &index.store;
         let started = Instant::now();
@@ -587,26 +588,4 @@ fn vector_bytes(items: &[EmbeddedChunk]) -> usize {
         .iter()
         .map(|item| std::mem::size_of_val(item.vector.as_slice()))
         .sum()
-}
-
-/// Test hook: while the file named by `AMANMCP_FAIL_WRITES_WHILE` exists, every commit fails
-/// as a full disk would (`ENOSPC`; or `EROFS`, `EMFILE` when the file says so), so tests can watch a failure be reported and repaired
-/// once the cause clears (a full disk or a read-only mount cannot be made without
-/// privileges, and root ignores permissions).
-fn injected_failure(dir: &std::path::Path) -> Result<(), IndexError> {
-    static FLAG: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
-    let flag = FLAG.get_or_init(|| std::env::var_os("AMANMCP_FAIL_WRITES_WHILE").map(Into::into));
-    let Some(flag) = flag.as_deref().filter(|f| f.exists()) else {
-        return Ok(());
-    };
-    // The file names the cause: EROFS, EMFILE, or (by default) ENOSPC.
-    let errno = match std::fs::read_to_string(flag).unwrap_or_default().trim() {
-        "EROFS" => libc::EROFS,
-        "EMFILE" => libc::EMFILE,
-        _ => libc::ENOSPC,
-    };
-    Err(IndexError::io(
-        dir,
-        std::io::Error::from_raw_os_error(errno),
-    ))
 }

@@ -68,6 +68,11 @@ pub(crate) fn capitalised(name: &str) -> bool {
         .is_some_and(char::is_uppercase)
 }
 
+/// Marks a type written as a field's declaration (`self.x: Base`, a TypeScript or Java
+/// class field): the field has that type whatever values it is given, as a type checker
+/// reads it. Bindings without it are typed by a value (`self.x = Sub()`).
+pub const DECLARED: char = ':';
+
 /// The type a type expression names: its first identifier that is not a wrapper (and, but
 /// in Go, starts with a capital letter).
 fn type_name(language: &str, node: Node<'_>, src: &str) -> Option<String> {
@@ -75,6 +80,15 @@ fn type_name(language: &str, node: Node<'_>, src: &str) -> Option<String> {
     let mut cursor = node.walk();
     while let Some(n) = stack.pop() {
         let kind = n.kind();
+        // Python's quoted annotation, a type named before it is defined (`"Application"`,
+        // `"Optional[Application]"`): the first type-like word inside.
+        if kind == "string" && language == "python" {
+            let text = node_text(n, src).trim_matches(|c| c == '"' || c == '\'');
+            return text
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .find(|w| capitalised(w) && !WRAPPERS.contains(w))
+                .map(str::to_string);
+        }
         if kind == "type_identifier" || kind == "identifier" || kind == "constant" {
             let text = node_text(n, src);
             let capital = capitalised(text);
@@ -145,7 +159,9 @@ pub fn bindings(g: &Grammar, language: &str, node: Node<'_>, src: &str, out: &mu
         // Python `x: Foo = ...`, `self.x = Foo()`; JS/TS `this.x = new Foo()`.
         "assignment" | "assignment_expression" => {
             let Some(left) = field("left") else { return };
-            let declared = field("type").and_then(|t| type_name(language, t, src));
+            let declared = field("type")
+                .and_then(|t| type_name(language, t, src))
+                .map(|t| format!("{DECLARED}{t}"));
             let made = field("right").and_then(|v| constructed(g, language, v, src));
             // `self.x = x`: the type of another name, looked up where it is used.
             let copied = field("right")
@@ -178,7 +194,10 @@ pub fn bindings(g: &Grammar, language: &str, node: Node<'_>, src: &str, out: &mu
                     .filter_map(|i| node.child(i))
                     .any(|c| c.kind() == "accessibility_modifier");
             if is_field && let (Some(name), Some(ty)) = (&name, &ty) {
-                push(Some(format!("this.{name}")), Some(ty.clone()));
+                push(
+                    Some(format!("this.{name}")),
+                    Some(format!("{DECLARED}{ty}")),
+                );
             }
             push(name, ty);
         }
@@ -228,7 +247,10 @@ pub fn bindings(g: &Grammar, language: &str, node: Node<'_>, src: &str, out: &mu
                 if node.kind() == "field_declaration"
                     && let (Some(name), Some(ty)) = (&name, &ty)
                 {
-                    push(Some(format!("this.{name}")), Some(ty.clone()));
+                    push(
+                        Some(format!("this.{name}")),
+                        Some(format!("{DECLARED}{ty}")),
+                    );
                 }
                 push(name, ty.clone());
             }

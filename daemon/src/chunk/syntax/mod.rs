@@ -16,7 +16,7 @@ mod naming;
 pub mod refs;
 mod walker;
 
-pub(crate) use bindings::capitalised;
+pub(crate) use bindings::{DECLARED, capitalised};
 
 use crate::chunk::{self, Chunk};
 use builder::Builder;

@@ -1,3 +1,5 @@
+//! The lexical index's own behaviour: merges seen by searches once they land.
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 

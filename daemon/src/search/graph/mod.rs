@@ -9,6 +9,7 @@
 //! dropped silently: "no callers" is only said when no call of the name is left unexplained.
 
 pub mod diff;
+mod members;
 pub mod modules;
 mod receivers;
 pub mod resolve;

@@ -4,8 +4,8 @@
 
 use super::resolve::{CLASS_LIKE, Def, Defs, Resolution, Resolver};
 use super::rust;
-use crate::chunk::syntax::capitalised;
 use crate::chunk::syntax::refs::Import;
+use crate::chunk::syntax::{DECLARED, capitalised};
 use crate::error::IndexError;
 
 impl Resolver<'_> {
@@ -45,8 +45,11 @@ impl Resolver<'_> {
             None => true,
         };
         let mut best: Option<&crate::chunk::syntax::refs::Binding> = None;
-        // A field given values of several types in its class has none known.
+        // A field given values of several types in its class has none known, unless its
+        // type is written as a declaration (`self.x: Base` then `self.x = Sub()`): then
+        // it has that one, as a type checker reads it.
         let mut field_types: Vec<String> = Vec::new();
+        let mut declared_types: Vec<String> = Vec::new();
         for b in refs.bindings.iter() {
             let class_body = bare_field.is_some_and(|f| f == b.name)
                 && self
@@ -62,6 +65,12 @@ impl Resolver<'_> {
                 b.line <= line && (within(b.line) || self.enclosing(path, b.line)?.is_none())
             };
             if usable && field {
+                if let Some(ty) = b.type_name.strip_prefix(DECLARED) {
+                    if !declared_types.iter().any(|t| t == ty) {
+                        declared_types.push(ty.to_string());
+                    }
+                    continue;
+                }
                 // `self.x = x`: the type `x` has there (a parameter's), when it is known.
                 let ty = match b.type_name.strip_prefix('=') {
                     Some(other) if depth < 3 => self
@@ -80,6 +89,11 @@ impl Resolver<'_> {
                 best = Some(b);
             }
         }
+        match declared_types.len() {
+            0 => {}
+            1 => return Ok(declared_types.pop()),
+            _ => return Ok(None),
+        }
         if field_types.len() > 1 {
             return Ok(None);
         }
@@ -88,7 +102,7 @@ impl Resolver<'_> {
                 Some(other) if depth < 3 => self.declared_type_at(path, b.line, other, depth + 1),
                 Some(_) => Ok(None),
                 None if b.type_name.is_empty() => Ok(None),
-                None => Ok(Some(b.type_name.clone())),
+                None => Ok(Some(b.type_name.trim_start_matches(DECLARED).to_string())),
             },
             // `x.field`: the field's declared type in the struct `x` is (`self`: the one
             // the `impl` around is for).
@@ -149,10 +163,11 @@ impl Resolver<'_> {
             }
             for b in self.refs(&def.path)?.bindings.iter() {
                 if b.name == field && def.lines.0 <= b.line && b.line <= def.lines.1 {
-                    if found.as_ref().is_some_and(|f| f != &b.type_name) {
+                    let ty = b.type_name.trim_start_matches(DECLARED);
+                    if found.as_ref().is_some_and(|f| f != ty) {
                         return Ok(None);
                     }
-                    found = Some(b.type_name.clone());
+                    found = Some(ty.to_string());
                 }
             }
         }

@@ -345,68 +345,6 @@ impl<'v> Resolver<'v> {
         }
     }
 
-    /// `self.name`: the enclosing class's own member, else one of its bases'.
-    fn member_of(
-        &self,
-        path: &str,
-        class: &SymbolRecord,
-        methods: &Defs,
-        name: &str,
-    ) -> Result<Resolution, IndexError> {
-        let own: Vec<Def> = methods
-            .iter()
-            .filter(|d| d.path == path && d.qualified == format!("{}.{name}", class.qualified))
-            .cloned()
-            .collect();
-        let own = if own.is_empty() {
-            self.owned_by(methods, |owner| owner.qualified == class.qualified)?
-        } else {
-            own
-        };
-        if let [one] = own.as_slice() {
-            return Ok(Resolution::Resolved(one.clone(), "enclosing class"));
-        }
-        if own.len() > 1 {
-            return Ok(Resolution::Ambiguous(own.into()));
-        }
-        self.inherited(path, class, methods, name)
-    }
-
-    /// The methods whose owning class passes `wanted`.
-    fn owned_by(
-        &self,
-        methods: &Defs,
-        wanted: impl Fn(&SymbolRecord) -> bool,
-    ) -> Result<Vec<Def>, IndexError> {
-        let mut found = Vec::new();
-        for def in methods.iter() {
-            if let Some(owner) = self.owner(def)?
-                && wanted(&owner)
-            {
-                found.push(def.clone());
-            }
-        }
-        Ok(found)
-    }
-
-    /// A member of one of `class`'s bases (one level), else any method of the name
-    /// (ambiguous: an outside base may define it).
-    fn inherited(
-        &self,
-        path: &str,
-        class: &SymbolRecord,
-        methods: &Defs,
-        name: &str,
-    ) -> Result<Resolution, IndexError> {
-        let bases = self.bases(path, class)?;
-        let mut inherited = self.owned_by(methods, |owner| bases.contains(&owner.name))?;
-        Ok(match inherited.len() {
-            1 => Resolution::Resolved(inherited.remove(0), "base class"),
-            0 => pick(methods, "method", name),
-            _ => Resolution::Ambiguous(inherited.into()),
-        })
-    }
-
     /// A bare `name(...)`.
     #[allow(clippy::too_many_arguments)]
     fn bare(
@@ -581,7 +519,7 @@ where
 
 /// A member reached through a receiver whose class is unknown: ambiguous among the
 /// candidates (even one: an outside base class may define it), unresolved without any.
-fn pick(defs: &Defs, what: &str, name: &str) -> Resolution {
+pub(super) fn pick(defs: &Defs, what: &str, name: &str) -> Resolution {
     if defs.is_empty() {
         Resolution::Unresolved(format!("no {what} `{name}` defined in the project"))
     } else {

@@ -482,14 +482,33 @@ fn rust_a_type_of_several_is_the_one_imported() {
 }
 
 #[test]
-fn a_field_given_values_of_several_types_is_not_typed() {
+fn a_field_given_values_of_several_types_is_typed_only_by_a_written_declaration() {
+    let source = |declaration: &str| {
+        format!(
+            "from typing import Optional\n\nclass Base:\n    def log(self):\n        pass\n\nclass Wrapper(Base):\n    def log(self):\n        pass\n\nclass Handler:\n    def __init__(self, custom: Base):\n        {declaration}\n        self.logger = Wrapper()\n\n    def run(self):\n        self.logger.log()\n"
+        )
+    };
+    // Written as a declaration, the field has that type whatever it is given, as a type
+    // checker reads it (pyright's callee here is `Base.log`).
+    let view = fixture(&[("log.py", &source("self.logger: Base = custom"))]);
+    assert_eq!(
+        resolve(&view, "log.py", 17, "log"),
+        "log.py:Base.log (declared type)"
+    );
+    // A quoted annotation (a type named before its definition) declares it too.
     let view = fixture(&[(
         "log.py",
-        "class Base:\n    def log(self):\n        pass\n\nclass Wrapper(Base):\n    def log(self):\n        pass\n\nclass Handler:\n    def __init__(self, custom):\n        self.logger: Base = custom\n        self.logger = Wrapper()\n\n    def run(self):\n        self.logger.log()\n",
+        &source("self.logger: \"Optional[Base]\" = custom"),
     )]);
-    // Either may be called: saying `Wrapper.log` would hide the call from `Base.log`.
     assert_eq!(
-        resolve(&view, "log.py", 15, "log"),
+        resolve(&view, "log.py", 17, "log"),
+        "log.py:Base.log (declared type)"
+    );
+    // Given two types' values and declared with neither: either (`Wrapper.log` alone would
+    // hide the call from `Base.log`).
+    let view = fixture(&[("log.py", &source("self.logger = custom"))]);
+    assert_eq!(
+        resolve(&view, "log.py", 17, "log"),
         "ambiguous: log.py:Base.log, log.py:Wrapper.log"
     );
 }
@@ -561,5 +580,21 @@ fn a_field_copied_from_a_parameter_of_its_declared_type_keeps_it() {
     assert_eq!(
         resolve(&view, "m.py", 15, "go"),
         "m.py:A.go (declared type)"
+    );
+}
+
+#[test]
+fn an_inherited_member_is_found_up_the_bases_and_its_own_first() {
+    let view = fixture(&[(
+        "routes.py",
+        "class Base:\n    def freeze(self):\n        pass\n\nclass Middle(Base):\n    pass\n\nclass Router(Middle):\n    def freeze(self):\n        super().freeze()\n\n    def close(self):\n        self.freeze()\n\nclass Other:\n    def freeze(self):\n        pass\n",
+    )]);
+    assert_eq!(
+        resolve(&view, "routes.py", 10, "freeze"),
+        "routes.py:Base.freeze (base's base)"
+    );
+    assert_eq!(
+        resolve(&view, "routes.py", 13, "freeze"),
+        "routes.py:Router.freeze (enclosing class)"
     );
 }

@@ -1,0 +1,104 @@
+//! Members found through a class: its own (`self.f()`), else its bases' nearest
+//! definition, up the bases a few levels (`super().f()` of a base's base).
+
+use super::resolve::{CLASS_LIKE, Def, Defs, Resolution, Resolver, pick};
+use crate::error::IndexError;
+use crate::index::store::SymbolRecord;
+
+/// How far up the bases a member is looked for (`self.f()`, `super().f()`).
+const BASE_LEVELS: usize = 4;
+
+impl Resolver<'_> {
+    /// `self.name`: the enclosing class's own member, else one of its bases'.
+    pub(super) fn member_of(
+        &self,
+        path: &str,
+        class: &SymbolRecord,
+        methods: &Defs,
+        name: &str,
+    ) -> Result<Resolution, IndexError> {
+        let own: Vec<Def> = methods
+            .iter()
+            .filter(|d| d.path == path && d.qualified == format!("{}.{name}", class.qualified))
+            .cloned()
+            .collect();
+        let own = if own.is_empty() {
+            self.owned_by(methods, |owner| owner.qualified == class.qualified)?
+        } else {
+            own
+        };
+        if let [one] = own.as_slice() {
+            return Ok(Resolution::Resolved(one.clone(), "enclosing class"));
+        }
+        if own.len() > 1 {
+            return Ok(Resolution::Ambiguous(own.into()));
+        }
+        self.inherited(path, class, methods, name)
+    }
+
+    /// The methods whose owning class passes `wanted`.
+    fn owned_by(
+        &self,
+        methods: &Defs,
+        wanted: impl Fn(&SymbolRecord) -> bool,
+    ) -> Result<Vec<Def>, IndexError> {
+        let mut found = Vec::new();
+        for def in methods.iter() {
+            if let Some(owner) = self.owner(def)?
+                && wanted(&owner)
+            {
+                found.push(def.clone());
+            }
+        }
+        Ok(found)
+    }
+
+    /// A member of `class`'s nearest bases that define it (its bases, else theirs, up to
+    /// [`BASE_LEVELS`] up), else any method of the name (ambiguous: an outside base may
+    /// define it).
+    pub(super) fn inherited(
+        &self,
+        path: &str,
+        class: &SymbolRecord,
+        methods: &Defs,
+        name: &str,
+    ) -> Result<Resolution, IndexError> {
+        let mut level = self.bases(path, class)?;
+        let mut seen: Vec<String> = vec![class.name.clone()];
+        for depth in 0..BASE_LEVELS {
+            let mut inherited = self.owned_by(methods, |owner| level.contains(&owner.name))?;
+            match inherited.len() {
+                1 => {
+                    let how = if depth == 0 {
+                        "base class"
+                    } else {
+                        "base's base"
+                    };
+                    return Ok(Resolution::Resolved(inherited.remove(0), how));
+                }
+                0 => {}
+                _ => return Ok(Resolution::Ambiguous(inherited.into())),
+            }
+            seen.extend(level.iter().cloned());
+            let mut next = Vec::new();
+            for base in &level {
+                for def in self.definitions(base)?.iter() {
+                    if CLASS_LIKE.contains(&def.kind.as_str())
+                        && let Some(symbol) = def.record_in(&self.symbols(&def.path)?)
+                    {
+                        for up in self.bases(&def.path, symbol)? {
+                            if !seen.contains(&up) && !next.contains(&up) {
+                                next.push(up);
+                            }
+                        }
+                    }
+                }
+            }
+            if next.is_empty() {
+                break;
+            }
+            level = next;
+        }
+        Ok(pick(methods, "method", name))
+    }
+}
