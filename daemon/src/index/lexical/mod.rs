@@ -21,9 +21,9 @@ use crate::error::IndexError;
 
 mod fresh;
 mod stored;
+mod words;
 
 pub use fresh::OnSegmentsMoved;
-mod words;
 
 use crate::index::tokenizer::{self, CODE_TOKENIZER, CodeTokenizer};
 

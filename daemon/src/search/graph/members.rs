@@ -82,15 +82,9 @@ impl Resolver<'_> {
             seen.extend(level.iter().cloned());
             let mut next = Vec::new();
             for base in &level {
-                for def in self.definitions(base)?.iter() {
-                    if CLASS_LIKE.contains(&def.kind.as_str())
-                        && let Some(symbol) = def.record_in(&self.symbols(&def.path)?)
-                    {
-                        for up in self.bases(&def.path, symbol)? {
-                            if !seen.contains(&up) && !next.contains(&up) {
-                                next.push(up);
-                            }
-                        }
+                for up in self.bases_of_named(base)? {
+                    if !seen.contains(&up) && !next.contains(&up) {
+                        next.push(up);
                     }
                 }
             }
@@ -100,5 +94,18 @@ impl Resolver<'_> {
             level = next;
         }
         Ok(pick(methods, "method", name))
+    }
+
+    /// The bases of every class-like definition named `name`, wherever it is defined.
+    pub(super) fn bases_of_named(&self, name: &str) -> Result<Vec<String>, IndexError> {
+        let mut bases = Vec::new();
+        for class in self.definitions(name)?.iter() {
+            if CLASS_LIKE.contains(&class.kind.as_str())
+                && let Some(symbol) = class.record_in(&self.symbols(&class.path)?)
+            {
+                bases.extend(self.bases(&class.path, symbol)?);
+            }
+        }
+        Ok(bases)
     }
 }

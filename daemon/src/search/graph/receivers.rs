@@ -215,14 +215,7 @@ impl Resolver<'_> {
             _ => return Ok(Some(Resolution::Ambiguous(own.into()))),
         }
         // The declared type's bases (one level), wherever the type is defined.
-        let mut bases = Vec::new();
-        for class in self.definitions(&ty)?.iter() {
-            if CLASS_LIKE.contains(&class.kind.as_str())
-                && let Some(symbol) = class.record_in(&self.symbols(&class.path)?)
-            {
-                bases.extend(self.bases(&class.path, symbol)?);
-            }
-        }
+        let bases = self.bases_of_named(&ty)?;
         let mut inherited: Vec<Def> = owners
             .into_iter()
             .filter(|(_, owner)| bases.contains(owner))
