@@ -13,7 +13,7 @@
 /// whole chain before it (`Foo::new().f(..)`: `Foo::new()`). 12: a field's written
 /// declaration marked apart from the values given it (`self.x: Base` then `self.x = Sub()`),
 /// Python's quoted annotations (`app: "Application"`) read.
-pub const CHUNKER_VERSION: u64 = 12;
+pub const CHUNKER_VERSION: u64 = 13;
 
 pub mod syntax;
 

@@ -7,7 +7,7 @@ use tree_sitter::Node;
 
 use super::builder::node_text;
 use super::kinds::Grammar;
-use super::refs::callee;
+use super::refs::{callee, cut_receiver};
 
 /// A name and the type it was declared with (or constructed as).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,7 +16,9 @@ pub struct Binding {
     /// `this.conn`).
     pub name: String,
     /// The type's bare name (`Connection`), `=name` when the value is another name's
-    /// (`self.conn = conn`), or empty for a Rust local whose type is not written.
+    /// (`self.conn = conn`), `=recv.f()` / `=f()` when it is what a call returns and
+    /// `=a.b` an attribute's value (Python: typed by the callee's return annotation, the
+    /// attribute's declaration), or empty for a Rust local whose type is not written.
     pub type_name: String,
     /// Line (1-based).
     pub line: u32,
@@ -133,6 +135,25 @@ fn constructed(g: &Grammar, language: &str, value: Node<'_>, src: &str) -> Optio
     }
 }
 
+/// A Python value typed where it is used: what a call returns (`=self._start()`,
+/// `=make()`, awaited or not) or an attribute's value (`=self._payload_writer`,
+/// `=request.writer`).
+fn python_value(g: &Grammar, value: Node<'_>, src: &str) -> Option<String> {
+    match value.kind() {
+        "await" | "parenthesized_expression" => python_value(g, value.named_child(0)?, src),
+        "call" => {
+            let (name, receiver) = callee(g, value, src)?;
+            Some(match receiver.map(cut_receiver).filter(|r| !r.is_empty()) {
+                Some(receiver) if receiver.len() <= 80 => format!("={receiver}.{name}()"),
+                Some(_) => return None,
+                None => format!("={name}()"),
+            })
+        }
+        "attribute" => receiver_name(value, src).map(|v| format!("={v}")),
+        _ => None,
+    }
+}
+
 /// The receiver spelling of a declared name (`self.x`, `this.x`, `x`), if it is one.
 fn receiver_name(node: Node<'_>, src: &str) -> Option<String> {
     let text = node_text(node, src).trim();
@@ -164,9 +185,11 @@ pub fn bindings(g: &Grammar, language: &str, node: Node<'_>, src: &str, out: &mu
                 .map(|t| format!("{DECLARED}{t}"));
             let made = field("right").and_then(|v| constructed(g, language, v, src));
             // `self.x = x`: the type of another name, looked up where it is used.
-            let copied = field("right")
-                .filter(|v| v.kind() == "identifier")
-                .map(|v| format!("={}", node_text(v, src)));
+            let copied = field("right").and_then(|v| match v.kind() {
+                "identifier" => Some(format!("={}", node_text(v, src))),
+                _ if language == "python" => python_value(g, v, src),
+                _ => None,
+            });
             push(receiver_name(left, src), declared.or(made).or(copied));
         }
         // Python `def f(x: Foo)`, `x: Foo = None`.

@@ -247,7 +247,7 @@ fn reference(name: &str, node: Node<'_>, kind: RefKind, receiver: Option<&str>) 
 
 /// The receiver without its trailing separator and outer whitespace, cut to its last
 /// [`MAX_RECEIVER_BYTES`].
-fn cut_receiver(receiver: &str) -> String {
+pub(super) fn cut_receiver(receiver: &str) -> String {
     let trimmed = receiver
         .trim()
         .trim_end_matches(['.', ':', '?', '!', '&'])

@@ -11,6 +11,7 @@
 pub mod diff;
 mod members;
 pub mod modules;
+mod python;
 mod receivers;
 pub mod resolve;
 mod rust;

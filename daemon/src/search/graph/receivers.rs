@@ -28,6 +28,13 @@ impl Resolver<'_> {
         receiver: &str,
         depth: u32,
     ) -> Result<Option<String>, IndexError> {
+        // Python's `x = self.make()`: what the call returns.
+        if receiver.ends_with("()") {
+            return match self.language(path)?.as_str() {
+                "python" => self.called_type(path, line, receiver),
+                _ => Ok(None),
+            };
+        }
         let refs = self.refs(path)?;
         // A field may also be declared in its class's body (`conn: Connection`).
         let bare_field = receiver
@@ -104,6 +111,22 @@ impl Resolver<'_> {
                 None if b.type_name.is_empty() => Ok(None),
                 None => Ok(Some(b.type_name.trim_start_matches(DECLARED).to_string())),
             },
+            // Python's `x.attr`: the attribute's type in the class `x` is (`self`: the
+            // enclosing one), declared there or up its bases.
+            None if depth < 3 && self.language(path)? == "python" => {
+                let Some((head, attribute)) = receiver.rsplit_once('.') else {
+                    return Ok(None);
+                };
+                let owner = if head == "self" {
+                    self.enclosing_class(path, line)?.map(|c| c.name)
+                } else {
+                    self.declared_type_at(path, line, head, depth + 1)?
+                };
+                match owner {
+                    Some(owner) => self.attribute_type(&owner, attribute),
+                    None => Ok(None),
+                }
+            }
             // `x.field`: the field's declared type in the struct `x` is (`self`: the one
             // the `impl` around is for).
             None if depth < 3 && self.language(path)? == "rust" => {

@@ -133,6 +133,7 @@ pub struct Resolver<'v> {
     languages: RefCell<FxHashMap<String, String>>,
     owners: RefCell<FxHashMap<Def, Option<Rc<SymbolRecord>>>>,
     splits: RefCell<FxHashMap<(String, String), Rc<Split>>>,
+    pub(super) nesting: super::python::Nesting,
 }
 
 impl<'v> Resolver<'v> {
@@ -145,6 +146,7 @@ impl<'v> Resolver<'v> {
             languages: RefCell::default(),
             owners: RefCell::default(),
             splits: RefCell::default(),
+            nesting: Default::default(),
         }
     }
 

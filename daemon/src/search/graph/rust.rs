@@ -163,3 +163,25 @@ pub(super) fn referent(after_ampersand: &str) -> &str {
     }
     ty.strip_prefix("mut ").unwrap_or(ty)
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn return_types_are_read_from_signatures() {
+        use super::returned_in;
+        let ty = |sig| returned_in(sig);
+        assert_eq!(ty("pub fn new() -> Self").as_deref(), Some("Self"));
+        assert_eq!(
+            ty("fn map<F>(self, f: F) -> Map<Self, F> where F: Fn(u8) -> u8,").as_deref(),
+            Some("Map")
+        );
+        assert_eq!(
+            ty("fn get(&self) -> &'a mut de::Field").as_deref(),
+            Some("Field")
+        );
+        // A parameter's `->` is not the function's; wrappers and no return type say nothing.
+        assert_eq!(ty("fn call(f: impl Fn() -> Foo)"), None);
+        assert_eq!(ty("fn open() -> Result<Self, Error>"), None);
+        assert_eq!(ty("fn count(&self) -> usize"), None);
+    }
+}

@@ -7,6 +7,8 @@ use super::*;
 use crate::chunk::syntax::chunk_file;
 use crate::files::lang::language_of;
 
+mod python;
+
 /// Files chunked in memory, standing for an index.
 struct Fixture(HashMap<String, (String, crate::chunk::syntax::Chunked)>);
 
@@ -526,25 +528,6 @@ fn rust_calls_type_their_receivers_by_what_the_callee_returns() {
     assert_eq!(at(21, "drive"), "src/lib.rs:Map::drive (returned type)");
     assert_eq!(at(22, "drive"), "src/lib.rs:Map::drive (returned type)");
     assert_eq!(at(23, "visit"), "src/lib.rs:Visitor::visit (declared type)");
-}
-
-#[test]
-fn return_types_are_read_from_signatures() {
-    use super::rust::returned_in;
-    let ty = |sig| returned_in(sig);
-    assert_eq!(ty("pub fn new() -> Self").as_deref(), Some("Self"));
-    assert_eq!(
-        ty("fn map<F>(self, f: F) -> Map<Self, F> where F: Fn(u8) -> u8,").as_deref(),
-        Some("Map")
-    );
-    assert_eq!(
-        ty("fn get(&self) -> &'a mut de::Field").as_deref(),
-        Some("Field")
-    );
-    // A parameter's `->` is not the function's; wrappers and no return type say nothing.
-    assert_eq!(ty("fn call(f: impl Fn() -> Foo)"), None);
-    assert_eq!(ty("fn open() -> Result<Self, Error>"), None);
-    assert_eq!(ty("fn count(&self) -> usize"), None);
 }
 
 #[test]

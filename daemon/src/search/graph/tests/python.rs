@@ -1,0 +1,42 @@
+//! Python values typed by return annotations and by attributes' declarations
+//! (`graph::python`), on small fixtures through the real chunker.
+
+use super::{fixture, resolve};
+
+/// Two classes with a `drain`, so an untyped receiver is ambiguous between them.
+const WRITERS: &str = "class Writer:\n    async def drain(self):\n        pass\n\nclass Other:\n    async def drain(self):\n        pass\n";
+
+#[test]
+fn a_local_is_typed_by_what_the_called_definition_is_annotated_to_return() {
+    let view = fixture(&[
+        ("writers.py", WRITERS),
+        (
+            "response.py",
+            "from writers import Writer\n\ndef connect() -> \"Writer | None\":\n    pass\n\ndef plain():\n    pass\n\nclass Response:\n    async def _start(self, request) -> Writer:\n        pass\n\n    async def send(self, request):\n        writer = await self._start(request)\n        await writer.drain()\n        conn = connect()\n        conn.drain()\n        other = plain()\n        other.drain()\n",
+        ),
+    ]);
+    let at = |line| resolve(&view, "response.py", line, "drain");
+    // A method of the enclosing class, awaited; a function of the file.
+    assert_eq!(at(15), "writers.py:Writer.drain (declared type)");
+    assert_eq!(at(17), "writers.py:Writer.drain (declared type)");
+    // A callee with no annotation says nothing.
+    assert_eq!(
+        at(19),
+        "ambiguous: writers.py:Other.drain, writers.py:Writer.drain"
+    );
+}
+
+#[test]
+fn an_attribute_is_typed_by_its_declaration_or_property_up_the_bases() {
+    let view = fixture(&[
+        ("writers.py", WRITERS),
+        (
+            "request.py",
+            "from writers import Writer\n\nclass Base:\n    _writer: Writer | None = None\n\n    @property\n    def writer(self) -> Writer:\n        return self._writer\n\nclass Request(Base):\n    pass\n\nclass Handler(Base):\n    async def handle(self, request: Request):\n        await request.writer.drain()\n        writer = self._writer\n        await writer.drain()\n",
+        ),
+    ]);
+    let at = |line| resolve(&view, "request.py", line, "drain");
+    // A property of the parameter's class's base; a field declared in the own class's base.
+    assert_eq!(at(15), "writers.py:Writer.drain (declared type)");
+    assert_eq!(at(17), "writers.py:Writer.drain (declared type)");
+}
