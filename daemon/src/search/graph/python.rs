@@ -5,7 +5,9 @@
 //! read, never inferred: a callee without one, or candidates that disagree, leave the
 //! value untyped.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+
+use rustc_hash::FxHashMap;
 
 use super::resolve::{CLASS_LIKE, Def, Resolution, Resolver};
 use crate::chunk::syntax::refs::{RefKind, Reference};
@@ -18,9 +20,13 @@ const MAX_NESTED: u32 = 2;
 /// How far up the bases an attribute is looked for.
 const BASE_LEVELS: usize = 4;
 
-/// Guards the resolution of calls made while typing a value.
+/// Guards the resolution of calls made while typing a value, and keeps each call's type
+/// for the request (a walk meets the same local at every call on it).
 #[derive(Default)]
-pub(super) struct Nesting(Cell<u32>);
+pub(super) struct Nesting {
+    depth: Cell<u32>,
+    typed: RefCell<FxHashMap<(String, u32, String), Option<String>>>,
+}
 
 impl Resolver<'_> {
     /// The type of the value of `call` (`recv.f()`, `f()`) written at `line` of `path`:
@@ -32,18 +38,26 @@ impl Resolver<'_> {
         line: u32,
         call: &str,
     ) -> Result<Option<String>, IndexError> {
-        let Some(call) = call.strip_suffix("()") else {
+        let Some(bare) = call.strip_suffix("()") else {
             return Ok(None);
         };
-        let (receiver, name) = match call.rsplit_once('.') {
+        let (receiver, name) = match bare.rsplit_once('.') {
             Some((receiver, name)) => (Some(receiver.to_string()), name),
-            None => (None, call),
+            None => (None, bare),
         };
-        let nesting = &self.nesting.0;
-        if nesting.get() >= MAX_NESTED || name.is_empty() {
+        let nesting = &self.nesting;
+        let depth = nesting.depth.get();
+        if depth >= MAX_NESTED || name.is_empty() {
             return Ok(None);
         }
-        nesting.set(nesting.get() + 1);
+        // Only a type found from the top is kept: deeper, the guard may have cut it short.
+        let key = (path.to_string(), line, call.to_string());
+        if depth == 0
+            && let Some(ty) = nesting.typed.borrow().get(&key)
+        {
+            return Ok(ty.clone());
+        }
+        nesting.depth.set(depth + 1);
         let reference = Reference {
             name: name.to_string(),
             line,
@@ -51,12 +65,15 @@ impl Resolver<'_> {
             receiver,
         };
         let resolution = self.resolve(path, &reference);
-        nesting.set(nesting.get() - 1);
-        let defs: Vec<Def> = match resolution? {
-            Resolution::Resolved(def, _) => vec![def],
-            _ => return Ok(None),
+        nesting.depth.set(depth);
+        let ty = match resolution? {
+            Resolution::Resolved(def, _) => self.agreed_return(&[def])?,
+            _ => None,
         };
-        self.agreed_return(&defs)
+        if depth == 0 {
+            nesting.typed.borrow_mut().insert(key, ty.clone());
+        }
+        Ok(ty)
     }
 
     /// The type every one of `defs` says it returns (a class called: the class).
