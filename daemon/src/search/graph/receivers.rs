@@ -2,6 +2,7 @@
 //! type (a parameter, local or field, as written), an imported module, a class named or
 //! constructed there (`Foo.bar`, `Foo().bar`), else a value of unknown type: ambiguous.
 
+use super::modules::module_files;
 use super::resolve::{CLASS_LIKE, Def, Defs, Resolution, Resolver};
 use super::rust;
 use crate::chunk::syntax::refs::Import;
@@ -281,6 +282,12 @@ impl Resolver<'_> {
             let all: Vec<&Def> = functions.iter().chain(methods.iter()).collect();
             return Ok(self.in_module(path, language, &module, &all, "module"));
         }
+        // JS/TS `import { util } from "./index"` where the index says `export * as util from
+        // "./util"`: a module again.
+        if let Some((from, module)) = self.namespace_reexported(path, language, receiver)? {
+            let all: Vec<&Def> = functions.iter().chain(methods.iter()).collect();
+            return Ok(self.in_module(&from, language, &module, &all, "module"));
+        }
         // A class named by the receiver (`Foo.bar`, `Foo::new`, an alias of one), or one
         // constructed there (`Foo().bar`, `new Foo().bar`); type arguments dropped
         // (`Foo::<T>::new`).
@@ -341,6 +348,39 @@ impl Resolver<'_> {
         } else {
             Resolution::Ambiguous(candidates.clone())
         })
+    }
+
+    /// The file and module behind a JS/TS name imported from a module that re-exports a
+    /// module under it (`export * as util from "./util.js"`).
+    fn namespace_reexported(
+        &self,
+        path: &str,
+        language: &str,
+        receiver: &str,
+    ) -> Result<Option<(String, String)>, IndexError> {
+        if !matches!(language, "javascript" | "typescript" | "tsx") {
+            return Ok(None);
+        }
+        let Some(Import {
+            module,
+            name: Some(name),
+            ..
+        }) = self.import_of(path, receiver)?
+        else {
+            return Ok(None);
+        };
+        let Some(file) = module_files(language, path, &module)
+            .into_iter()
+            .find(|f| self.language(f).is_ok_and(|l| !l.is_empty()))
+        else {
+            return Ok(None);
+        };
+        let refs = self.refs(&file)?;
+        Ok(refs
+            .imports
+            .iter()
+            .find(|i| i.local == name && i.name.is_none())
+            .map(|i| (file.clone(), i.module.clone())))
     }
 
     /// The type of a Rust receiver that is itself a call, by the return type written in

@@ -287,9 +287,23 @@ impl<'v> Resolver<'v> {
         class: &SymbolRecord,
     ) -> Result<Vec<String>, IndexError> {
         let refs = self.refs(path)?;
+        let symbols = self.symbols(path)?;
+        // The header may span lines (`class Foo<\n  T,\n> extends Base<T> {`, decorators
+        // above it): a base is named within the class and outside every symbol inside it.
+        let header = |line: u32| {
+            class.start_line <= line
+                && line <= class.end_line
+                && !symbols.iter().any(|s| {
+                    (s.start_line, s.end_line) != (class.start_line, class.end_line)
+                        && class.start_line <= s.start_line
+                        && s.end_line <= class.end_line
+                        && s.start_line <= line
+                        && line <= s.end_line
+                })
+        };
         Ok(refs
             .inherits()
-            .filter(|r| r.line == class.start_line)
+            .filter(|r| header(r.line))
             .map(|r| r.name.to_string())
             .collect())
     }

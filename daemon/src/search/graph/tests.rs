@@ -8,6 +8,7 @@ use crate::chunk::syntax::chunk_file;
 use crate::files::lang::language_of;
 
 mod python;
+mod typescript;
 
 /// Files chunked in memory, standing for an index.
 struct Fixture(HashMap<String, (String, crate::chunk::syntax::Chunked)>);

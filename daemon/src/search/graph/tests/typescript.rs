@@ -1,0 +1,39 @@
+//! TypeScript scopes on small fixtures through the real chunker: a class header over
+//! several lines, a module re-exported under a name.
+
+use super::{fixture, resolve};
+
+#[test]
+fn a_base_named_on_a_later_line_of_the_class_header_is_its_base() {
+    let view = fixture(&[(
+        "types.ts",
+        "export class ZodType {\n  _getType(input: string): string {\n    return input;\n  }\n}\n\nexport class Other {\n  _getType(input: string): string {\n    return input;\n  }\n}\n\nexport class ZodObject<\n  T,\n  Keys = string,\n> extends ZodType {\n  _parse(input: string): string {\n    return this._getType(input);\n  }\n}\n",
+    )]);
+    assert_eq!(
+        resolve(&view, "types.ts", 18, "_getType"),
+        "types.ts:ZodType._getType (base class)"
+    );
+}
+
+#[test]
+fn a_name_imported_from_a_module_that_re_exports_a_module_under_it_is_that_module() {
+    let view = fixture(&[
+        (
+            "core/util.ts",
+            "export function normalizeParams(params: string): string {\n  return params;\n}\n",
+        ),
+        (
+            "mini/util.ts",
+            "export function normalizeParams(params: string): string {\n  return params;\n}\n",
+        ),
+        ("core/index.ts", "export * as util from \"./util.js\";\n"),
+        (
+            "classic/schemas.ts",
+            "import { util } from \"../core/index.js\";\n\nexport function url(params: string): string {\n  return util.normalizeParams(params);\n}\n",
+        ),
+    ]);
+    assert_eq!(
+        resolve(&view, "classic/schemas.ts", 4, "normalizeParams"),
+        "core/util.ts:normalizeParams (module)"
+    );
+}
