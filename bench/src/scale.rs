@@ -1,6 +1,7 @@
 //! `amanmcp-bench scale`: one monorepo built from the checkouts at hand, indexed at several
 //! sizes by a fresh daemon each, so growth is visible: lexical ready, vectors complete,
-//! peak, steady and idle memory, index size, query latency (lexical and hybrid, gRPC and
+//! peak memory, memory as the vectors complete and once serving (steady), idle memory, index
+//! size, query latency (lexical and hybrid, gRPC and
 //! through the shim), and how soon a saved file is searchable.
 //!
 //! The monorepo takes source files round-robin from the given checkouts (each under its
@@ -28,6 +29,10 @@ struct Row {
     parsed_s: f64,
     vectors_s: f64,
     peak_mb: f64,
+    /// The moment the vectors complete (the writer's last commits still resident).
+    done_mb: f64,
+    done_anon_mb: f64,
+    /// Serving: after the searches that follow, the writer quiet for 2 s.
     steady_mb: f64,
     steady_anon_mb: f64,
     idle_mb: f64,
@@ -51,9 +56,9 @@ pub async fn bench_scale(
         sources.len()
     );
     println!(
-        "| files | chunks | lexical ready | every file parsed | vectors complete | peak RSS | steady RSS (own) | idle RSS (own) | index | lexical p50/p99 | hybrid p50/p99 | shim hybrid p50 | saved -> searchable p95 |"
+        "| files | chunks | lexical ready | every file parsed | vectors complete | peak RSS | RSS as vectors complete (own) | steady RSS, serving (own) | idle RSS (own) | index | lexical p50/p99 | hybrid p50/p99 | shim hybrid p50 | saved -> searchable p95 |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut rows = Vec::new();
     for &size in sizes {
         let tree = tempfile::Builder::new()
@@ -149,8 +154,8 @@ async fn measure(root: &Path, word_table: bool) -> anyhow::Result<Row> {
     let parsed_s = started.elapsed().as_secs_f64() - lexical_s;
     let with_vectors = wait_for_vectors(&mut client, &root_str, Duration::from_secs(7200)).await?;
     let vectors_s = started.elapsed().as_secs_f64() - lexical_s;
-    let steady_mb = rss_mb(pid).unwrap_or(f64::NAN);
-    let steady_anon_mb = anon_rss_mb(pid).unwrap_or(f64::NAN);
+    let done_mb = rss_mb(pid).unwrap_or(f64::NAN);
+    let done_anon_mb = anon_rss_mb(pid).unwrap_or(f64::NAN);
 
     let mut lexical_ms = Vec::new();
     let mut hybrid_ms = Vec::new();
@@ -169,6 +174,10 @@ async fn measure(root: &Path, word_table: bool) -> anyhow::Result<Row> {
             out.push(t.elapsed().as_secs_f64() * 1e3);
         }
     }
+    // The writer gives its map's pages back once quiet for a second.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let steady_mb = rss_mb(pid).unwrap_or(f64::NAN);
+    let steady_anon_mb = anon_rss_mb(pid).unwrap_or(f64::NAN);
     let passes_before_shim = project_status(&mut client, &root_str).await?.passes;
     let mut shim = spawn_shim(&daemon.socket, &root);
     shim.initialize();
@@ -219,6 +228,8 @@ async fn measure(root: &Path, word_table: bool) -> anyhow::Result<Row> {
         parsed_s,
         vectors_s,
         peak_mb,
+        done_mb,
+        done_anon_mb,
         steady_mb,
         steady_anon_mb,
         idle_mb,
@@ -248,13 +259,15 @@ fn print_row(row: &Row) {
     let (h50, h99) = p50_p99(&row.hybrid_ms);
     let (s50, _) = p50_p99(&row.shim_hybrid_ms);
     println!(
-        "| {} | {} | {:.1} s | +{:.1} s | +{:.1} s | {:.0} MB | {:.0} MB ({:.0}) | {:.0} MB ({:.0}) | {:.0} MB | {l50:.1}/{l99:.1} ms | {h50:.1}/{h99:.1} ms | {s50:.1} ms | {:.0} ms |",
+        "| {} | {} | {:.1} s | +{:.1} s | +{:.1} s | {:.0} MB | {:.0} MB ({:.0}) | {:.0} MB ({:.0}) | {:.0} MB ({:.0}) | {:.0} MB | {l50:.1}/{l99:.1} ms | {h50:.1}/{h99:.1} ms | {s50:.1} ms | {:.0} ms |",
         row.files,
         row.chunks,
         row.lexical_s,
         row.parsed_s,
         row.vectors_s,
         row.peak_mb,
+        row.done_mb,
+        row.done_anon_mb,
         row.steady_mb,
         row.steady_anon_mb,
         row.idle_mb,
