@@ -43,6 +43,7 @@ impl Store {
                 self.chunks.stat(rtxn)?,
                 self.dirty.stat(rtxn)?,
                 self.file_symbols.stat(rtxn)?,
+                self.file_refs.stat(rtxn)?,
                 self.symbol_index.stat(rtxn)?,
                 self.vectors.stat(rtxn)?,
                 self.embed_cache.stat(rtxn)?,
@@ -67,7 +68,14 @@ impl Store {
     /// Whether the file is mostly free pages: reopening the store would compact it.
     pub fn worth_compacting(&self) -> bool {
         let size = std::fs::metadata(self.path.join("data.mdb")).map_or(0, |m| m.len());
+        // A file just compacted is compacted again only once it has grown: were the live
+        // pages ever undercounted, the registry would otherwise copy it at every idle tick.
+        let grown = self
+            .compacted_to
+            .get()
+            .is_none_or(|&compacted| size as f64 >= compacted as f64 * SLACK);
         size >= min_bytes()
+            && grown
             && self.live_bytes().is_ok_and(|live| {
                 size > live && size as f64 >= live as f64 * SLACK + (min_bytes() / 4) as f64
             })
@@ -107,7 +115,9 @@ pub(super) fn compacted(store: Store) -> Result<Store, IndexError> {
     crate::crash::point("compact_renamed");
     let after = std::fs::metadata(&data).map_or(0, |m| m.len());
     tracing::info!(dir = %dir.display(), before = size, after, "compacted the index's LMDB file");
-    Store::open_env(&dir)
+    let store = Store::open_env(&dir)?;
+    let _ = store.compacted_to.set(after);
+    Ok(store)
 }
 
 #[cfg(test)]
@@ -168,5 +178,30 @@ mod tests {
         let store = Store::open(&dir).unwrap();
         assert_eq!(file_size(&dir), after);
         drop(store);
+    }
+
+    #[test]
+    fn every_database_counts_as_live_so_a_full_file_is_not_compacted() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("lmdb");
+        let blob = vec![7u8; 3000];
+        {
+            let store = Store::open(&dir).unwrap();
+            // The code graph's references: 36 MB live, no free page. Uncounted, the
+            // registry reopened such a project to compact it at every idle tick (55,000
+            // files: a 462 MB copy every 35 s, each giving nothing back).
+            let refs = store.file_refs.remap_data_type::<heed::types::Bytes>();
+            let mut wtxn = store.env.write_txn().unwrap();
+            for i in 0..12_000u64 {
+                refs.put(&mut wtxn, &format!("src/file{i:05}.py"), &blob)
+                    .unwrap();
+            }
+            wtxn.commit().unwrap();
+        }
+        let before = file_size(&dir);
+        assert!(before > 30 << 20, "{before}");
+        let store = Store::open(&dir).unwrap();
+        assert!(!store.worth_compacting());
+        assert_eq!(file_size(&dir), before, "not copied");
     }
 }

@@ -127,6 +127,8 @@ pub struct Store {
     chunk_paths: symbols::ChunkPaths,
     /// Every vector in memory, for a small project's exact search (`exact`).
     exact: exact::ExactCache,
+    /// The file's size when this environment was opened on a file just compacted.
+    compacted_to: std::sync::OnceLock<u64>,
 }
 
 impl Store {
@@ -225,6 +227,7 @@ impl Store {
             symbols_cache: symbols::SymbolsCache::default(),
             chunk_paths: symbols::ChunkPaths::default(),
             exact: exact::ExactCache::default(),
+            compacted_to: std::sync::OnceLock::new(),
         })
     }
 
