@@ -88,6 +88,7 @@ impl Registry {
                     };
                     registry.unload_idle();
                     registry.compact_settled();
+                    registry.release_settled_pages();
                     registry.repair_failed();
                 }
             });
@@ -116,6 +117,23 @@ impl Registry {
             if let Err(e) = self.open(&root.to_string_lossy(), true) {
                 tracing::warn!(root = %root.display(), error = %e, "could not reopen the project after compaction");
             }
+        }
+    }
+
+    /// Give back the mapped pages searches read (`memory::release_mapped_pages`) of the
+    /// projects nobody has used for [`SETTLE`], and of the shared embedding cache: the
+    /// writer gives its own back after it commits, but pages a search reads stayed counted
+    /// in the daemon's resident memory until the next commit.
+    pub fn release_settled_pages(&self) {
+        let mut any = false;
+        for project in self.loaded_projects() {
+            if project.idle_ms() >= SETTLE.as_millis() as u64 {
+                project.release_mapped_pages();
+                any = true;
+            }
+        }
+        if any && let Some(embedding) = &self.search.embedding {
+            embedding.release_mapped_pages();
         }
     }
 

@@ -152,6 +152,21 @@ fn a_project_is_indexed_and_embedded_within_the_memory_budget() {
         &["search", "--mode", "semantic", "--json", "turn the value"],
     );
     assert!(ran.ok() && ran.stdout.contains(".py"), "{}", ran.text());
+    // Pages searches read are given back too, once nobody has used the project for a
+    // while, though no commit follows them (the writer gives its own back as it commits).
+    for query in ["turn the value", "module helper", "compute total"] {
+        for mode in ["lexical", "hybrid"] {
+            let ran = env.amanctl_on(&root, &["search", "--mode", mode, "--json", query]);
+            assert!(ran.ok(), "{}", ran.text());
+        }
+    }
+    let searched = resident_kb(pid, &file);
+    assert!(searched > 0, "the searches read no page of the map");
+    env.wait_for(
+        Duration::from_secs(120),
+        "the pages searches read given back",
+        || resident_kb(pid, &file) * 2 < searched,
+    );
     env.stop_daemon();
     daemon.wait().unwrap();
 }

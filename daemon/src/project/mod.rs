@@ -229,6 +229,11 @@ impl Project {
             && self.index.store.worth_compacting()
     }
 
+    /// Give back the resident pages of the project's LMDB map.
+    pub fn release_mapped_pages(&self) {
+        self.index.store.release_mapped_pages();
+    }
+
     pub fn idle_ms(&self) -> u64 {
         now_ms().saturating_sub(self.last_used_ms.load(Ordering::Relaxed))
     }
