@@ -201,22 +201,9 @@ impl Resolver<'_> {
 pub(super) fn returned_in(signature: &str) -> Option<String> {
     let def = signature.find("def ")?;
     let open = def + signature[def..].find('(')?;
-    let mut depth = 0usize;
-    let mut close = None;
-    for (at, c) in signature[open..].char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => {
-                depth -= 1;
-                if depth == 0 {
-                    close = Some(open + at);
-                    break;
-                }
-            }
-            _ => {}
-        }
-    }
-    let rest = signature[close? + 1..].trim_start().strip_prefix("->")?;
+    let rest = super::rust::after_parameters(signature, open)?
+        .trim_start()
+        .strip_prefix("->")?;
     annotated(rest.trim().trim_end_matches(':'), 0)
 }
 

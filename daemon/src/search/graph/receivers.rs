@@ -112,25 +112,14 @@ impl Resolver<'_> {
                 None if b.type_name.is_empty() => Ok(None),
                 None => Ok(Some(b.type_name.trim_start_matches(DECLARED).to_string())),
             },
-            // Python's `x.attr`: the attribute's type in the class `x` is (`self`: the
-            // enclosing one), declared there or up its bases.
-            None if depth < 3 && self.language(path)? == "python" => {
-                let Some((head, attribute)) = receiver.rsplit_once('.') else {
+            // `x.field`: the field's type in the class or struct `x` is (`self`: the
+            // enclosing one, or the one the `impl` around is for): Rust's as declared,
+            // Python's declared, given or a property's, up its bases.
+            None if depth < 3 => {
+                let language = self.language(path)?;
+                if language != "rust" && language != "python" {
                     return Ok(None);
-                };
-                let owner = if head == "self" {
-                    self.enclosing_class(path, line)?.map(|c| c.name)
-                } else {
-                    self.declared_type_at(path, line, head, depth + 1)?
-                };
-                match owner {
-                    Some(owner) => self.attribute_type(&owner, attribute),
-                    None => Ok(None),
                 }
-            }
-            // `x.field`: the field's declared type in the struct `x` is (`self`: the one
-            // the `impl` around is for).
-            None if depth < 3 && self.language(path)? == "rust" => {
                 let Some((head, field)) = receiver.rsplit_once('.') else {
                     return Ok(None);
                 };
@@ -140,6 +129,7 @@ impl Resolver<'_> {
                     self.declared_type_at(path, line, head, depth + 1)?
                 };
                 match owner {
+                    Some(owner) if language == "python" => self.attribute_type(&owner, field),
                     Some(owner) => self.field_type(&owner, field),
                     None => Ok(None),
                 }

@@ -119,28 +119,32 @@ pub(super) fn bounds_in(signature: &str, ty: &str) -> Vec<String> {
     out
 }
 
-/// The type a function's `signature` says it returns, as a bare name (`-> Self`,
-/// `-> Map<Self, F>`: `Map`, `-> &'a mut Foo`: `Foo`); none for a value of no single type
-/// (`Result`, `Option`, `impl Trait`, a tuple) or a function returning nothing.
-pub(super) fn returned_in(signature: &str) -> Option<String> {
-    // The `->` after the parameter list (not one inside it: `f: impl Fn() -> X`).
-    let open = signature.find('(')?;
+/// What follows the parameter list opening at `open` (its parentheses matched), if it closes.
+pub(super) fn after_parameters(signature: &str, open: usize) -> Option<&str> {
     let mut depth = 0usize;
-    let mut close = None;
-    for (at, c) in signature[open..].char_indices() {
+    for (at, c) in signature.get(open..)?.char_indices() {
         match c {
             '(' => depth += 1,
             ')' => {
-                depth -= 1;
+                depth = depth.checked_sub(1)?;
                 if depth == 0 {
-                    close = Some(open + at);
-                    break;
+                    return signature.get(open + at + 1..);
                 }
             }
             _ => {}
         }
     }
-    let rest = signature[close? + 1..].trim_start().strip_prefix("->")?;
+    None
+}
+
+/// The type a function's `signature` says it returns, as a bare name (`-> Self`,
+/// `-> Map<Self, F>`: `Map`, `-> &'a mut Foo`: `Foo`); none for a value of no single type
+/// (`Result`, `Option`, `impl Trait`, a tuple) or a function returning nothing.
+pub(super) fn returned_in(signature: &str) -> Option<String> {
+    // The `->` after the parameter list (not one inside it: `f: impl Fn() -> X`).
+    let rest = after_parameters(signature, signature.find('(')?)?
+        .trim_start()
+        .strip_prefix("->")?;
     let ty = referent(rest.trim_start().trim_start_matches('&'));
     let path: &str = ty
         .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
