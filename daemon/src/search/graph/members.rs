@@ -6,7 +6,7 @@ use crate::error::IndexError;
 use crate::index::store::SymbolRecord;
 
 /// How far up the bases a member is looked for (`self.f()`, `super().f()`).
-const BASE_LEVELS: usize = 4;
+pub(super) const BASE_LEVELS: usize = 4;
 
 impl Resolver<'_> {
     /// `self.name`: the enclosing class's own member, else one of its bases'.
@@ -63,21 +63,41 @@ impl Resolver<'_> {
         methods: &Defs,
         name: &str,
     ) -> Result<Resolution, IndexError> {
-        let mut level = self.bases(path, class)?;
-        let mut seen: Vec<String> = vec![class.name.clone()];
-        for depth in 0..BASE_LEVELS {
+        let first = self.bases(path, class)?;
+        let found = self.up_the_bases(first, vec![class.name.clone()], |depth, level| {
             let mut inherited = self.owned_by(methods, |owner| level.contains(&owner.name))?;
-            match inherited.len() {
+            Ok(match inherited.len() {
+                0 => None,
                 1 => {
                     let how = if depth == 0 {
                         "base class"
                     } else {
                         "base's base"
                     };
-                    return Ok(Resolution::Resolved(inherited.remove(0), how));
+                    Some(Resolution::Resolved(inherited.remove(0), how))
                 }
-                0 => {}
-                _ => return Ok(Resolution::Ambiguous(inherited.into())),
+                _ => Some(Resolution::Ambiguous(inherited.into())),
+            })
+        })?;
+        if let Some(found) = found {
+            return Ok(found);
+        }
+        Ok(pick(methods, "method", name))
+    }
+
+    /// `at` asked of each level of bases in turn, from `first` up [`BASE_LEVELS`] levels
+    /// (each level the bases of the one below, none seen before, `seen` counted as seen),
+    /// until it answers.
+    pub(super) fn up_the_bases<T>(
+        &self,
+        first: Vec<String>,
+        mut seen: Vec<String>,
+        mut at: impl FnMut(usize, &[String]) -> Result<Option<T>, IndexError>,
+    ) -> Result<Option<T>, IndexError> {
+        let mut level = first;
+        for depth in 0..BASE_LEVELS {
+            if let Some(found) = at(depth, &level)? {
+                return Ok(Some(found));
             }
             seen.extend(level.iter().cloned());
             let mut next = Vec::new();
@@ -93,7 +113,7 @@ impl Resolver<'_> {
             }
             level = next;
         }
-        Ok(pick(methods, "method", name))
+        Ok(None)
     }
 
     /// The bases of every class-like definition named `name`, wherever it is defined.

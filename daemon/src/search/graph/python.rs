@@ -17,8 +17,6 @@ use crate::error::IndexError;
 /// How many calls deep one value's type is looked for (`a = f()` where `f` returns
 /// `g()`'s...): each level resolves a call, which may type another value.
 const MAX_NESTED: u32 = 2;
-/// How far up the bases an attribute is looked for.
-const BASE_LEVELS: usize = 4;
 
 /// Guards the resolution of calls made while typing a value, and keeps each call's type
 /// for the request (a walk meets the same local at every call on it).
@@ -30,8 +28,7 @@ pub(super) struct Nesting {
 
 impl Resolver<'_> {
     /// The type of the value of `call` (`recv.f()`, `f()`) written at `line` of `path`:
-    /// the return annotation of the definition it calls, when the call resolves to one
-    /// (or, ambiguous, when every candidate's annotation says the same type).
+    /// the return annotation of the definition it calls, when the call resolves to one.
     pub(super) fn called_type(
         &self,
         path: &str,
@@ -113,36 +110,20 @@ impl Resolver<'_> {
         owner: &str,
         attribute: &str,
     ) -> Result<Option<String>, IndexError> {
-        let mut level = vec![owner.to_string()];
-        let mut seen: Vec<String> = Vec::new();
-        for _ in 0..BASE_LEVELS {
+        // Classes of one level that disagree leave the attribute untyped.
+        let found = self.up_the_bases(vec![owner.to_string()], Vec::new(), |_, level| {
             let mut found: Option<String> = None;
-            for class in &level {
+            for class in level {
                 if let Some(ty) = self.own_attribute(class, attribute)? {
                     if found.as_ref().is_some_and(|f| *f != ty) {
-                        return Ok(None);
+                        return Ok(Some(None));
                     }
                     found = Some(ty);
                 }
             }
-            if found.is_some() {
-                return Ok(found);
-            }
-            seen.extend(level.iter().cloned());
-            let mut next = Vec::new();
-            for class in &level {
-                for base in self.bases_of_named(class)? {
-                    if !seen.contains(&base) && !next.contains(&base) {
-                        next.push(base);
-                    }
-                }
-            }
-            if next.is_empty() {
-                break;
-            }
-            level = next;
-        }
-        Ok(None)
+            Ok(found.map(Some))
+        })?;
+        Ok(found.flatten())
     }
 
     /// `attribute` as the classes named `class` themselves define it.
