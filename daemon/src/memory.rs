@@ -5,7 +5,8 @@
 //! bounds bytes handed from one thread to another (vectors on their way to the writer). Not
 //! under it: fixed costs (parsers, threads, the built-in model's weights, ~100 MB while
 //! indexing). [`release_mapped_pages`] gives back the pages of an index's map that a pass or
-//! a search left resident, so those do not stay counted either. The lowest layer: it reads
+//! a search left resident, so those do not stay counted either, and [`release_file_ranges`]
+//! those of maps its caller holds (tantivy's segment files). The lowest layer: it reads
 //! the setting and its own process's maps, nothing else.
 
 use std::sync::{Condvar, Mutex, OnceLock};
@@ -193,31 +194,85 @@ pub fn release_mapped_pages(env: &heed::Env) {
     let _ = env;
 }
 
+/// Give back the resident pages of the ranges `(file, start, len)`, each of a map of `file`
+/// that the caller holds until this returns (tantivy's segment files, `index::lexical`). A
+/// range is given back only if `/proc/self/maps` shows it inside a read-only shared mapping of
+/// its file; anything else (a copy in the heap, a file read rather than mapped) is left alone.
+/// Linux only; elsewhere nothing.
+pub fn release_file_ranges(ranges: &[(&std::path::Path, usize, usize)]) {
+    #[cfg(target_os = "linux")]
+    {
+        if ranges.is_empty() {
+            return;
+        }
+        let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+            return;
+        };
+        for (start, end) in mapped_within(&maps, ranges) {
+            // SAFETY: [start, end) lies in a read-only shared mapping of a file, which the
+            // caller holds for the whole call, so it cannot be unmapped and reused meanwhile.
+            // MADV_DONTNEED on a shared file mapping only unmaps its pages from this process;
+            // the file's contents are untouched.
+            unsafe {
+                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED);
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = ranges;
+}
+
+/// Of `ranges` `(file, start, len)`, those that start a `r--s` mapping of their own file in
+/// `maps` and end inside it (a map's start is page-aligned, as `madvise` needs), as
+/// `(start, end)`.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+fn mapped_within(maps: &str, ranges: &[(&std::path::Path, usize, usize)]) -> Vec<(usize, usize)> {
+    let by_start: std::collections::HashMap<usize, (&std::path::Path, usize)> =
+        read_only_shared(maps)
+            .map(|(path, start, end)| (start, (path, end)))
+            .collect();
+    ranges
+        .iter()
+        .filter_map(|&(file, start, len)| {
+            let end = start.checked_add(len)?;
+            let &(path, to) = by_start.get(&start)?;
+            (path == file && end <= to).then_some((start, end))
+        })
+        .collect()
+}
+
 /// The address ranges of `maps` (as `/proc/self/maps` writes it) mapping `file` read-only
 /// and shared (`r--s`): LMDB's map without `MDB_WRITEMAP`. A deleted file's mapping (its path
 /// followed by ` (deleted)`) is not `file`.
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 fn read_only_shared_mappings(maps: &str, file: &std::path::Path) -> Vec<(usize, usize)> {
-    maps.lines()
-        .filter_map(|line| {
-            let mut fields = line.split_ascii_whitespace();
-            let (range, perms) = (fields.next()?, fields.next()?);
-            // The path is the rest of the line from its first slash: no earlier field holds one.
-            let path = &line[line.find('/')?..];
-            if perms != "r--s" || std::path::Path::new(path) != file {
-                return None;
-            }
-            let (start, end) = range.split_once('-')?;
-            let start = usize::from_str_radix(start, 16).ok()?;
-            let end = usize::from_str_radix(end, 16).ok()?;
-            (start < end).then_some((start, end))
-        })
+    read_only_shared(maps)
+        .filter(|&(path, _, _)| path == file)
+        .map(|(_, start, end)| (start, end))
         .collect()
+}
+
+/// Every read-only shared (`r--s`) mapping of a file in `maps`: its path, start and end.
+fn read_only_shared(maps: &str) -> impl Iterator<Item = (&std::path::Path, usize, usize)> {
+    maps.lines().filter_map(|line| {
+        let mut fields = line.split_ascii_whitespace();
+        let (range, perms) = (fields.next()?, fields.next()?);
+        // The path is the rest of the line from its first slash: no earlier field holds one.
+        let path = &line[line.find('/')?..];
+        if perms != "r--s" {
+            return None;
+        }
+        let (start, end) = range.split_once('-')?;
+        let start = usize::from_str_radix(start, 16).ok()?;
+        let end = usize::from_str_radix(end, 16).ok()?;
+        (start < end).then_some((std::path::Path::new(path), start, end))
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
     use std::sync::Arc;
     use std::time::Duration;
 
@@ -276,6 +331,38 @@ mod tests {
         assert_eq!(
             read_only_shared_mappings(maps, file),
             vec![(0x7f00_0000_0000, 0x7f00_0010_0000)]
+        );
+    }
+
+    #[test]
+    fn only_ranges_starting_a_read_only_shared_map_of_their_file_are_given_back() {
+        let maps = "\
+7f0000000000-7f0000100000 r--s 00000000 08:01 42                         /idx/a.idx
+7f0000200000-7f0000300000 r--s 00000000 08:01 43                         /idx/b.store
+7f0000400000-7f0000500000 rw-p 00000000 00:00 0
+7f0000600000-7f0000700000 r--s 00000000 08:01 44                         /idx/c.pos (deleted)
+";
+        let (a, b, c) = (
+            Path::new("/idx/a.idx"),
+            Path::new("/idx/b.store"),
+            Path::new("/idx/c.pos"),
+        );
+        let ranges = [
+            (a, 0x7f00_0000_0000, 0x10_0000), // a map, whole
+            (b, 0x7f00_0020_0000, 0x1234),    // a map's start, a file shorter than its pages
+            (a, 0x7f00_0020_0000, 0x1000),    // another file's map
+            (b, 0x7f00_0020_1000, 0x1000),    // inside a map, not at its start
+            (b, 0x7f00_0020_0000, 0x20_0000), // past the map's end
+            (a, 0x7f00_0040_0000, 0x1000),    // the heap
+            (c, 0x7f00_0060_0000, 0x1000),    // a deleted file's map
+            (a, usize::MAX, 2),               // no range at all
+        ];
+        assert_eq!(
+            mapped_within(maps, &ranges),
+            vec![
+                (0x7f00_0000_0000, 0x7f00_0010_0000),
+                (0x7f00_0020_0000, 0x7f00_0020_1234)
+            ]
         );
     }
 

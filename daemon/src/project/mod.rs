@@ -229,9 +229,11 @@ impl Project {
             && self.index.store.worth_compacting()
     }
 
-    /// Give back the resident pages of the project's LMDB map.
+    /// Give back the resident pages of the project's maps: its LMDB file's and its lexical
+    /// segment files'.
     pub fn release_mapped_pages(&self) {
         self.index.store.release_mapped_pages();
+        self.index.lexical.release_mapped_pages();
     }
 
     pub fn idle_ms(&self) -> u64 {

@@ -20,10 +20,12 @@ use tantivy::{
 use crate::error::IndexError;
 
 mod fresh;
+mod mapped;
 mod stored;
 mod words;
 
 pub use fresh::OnSegmentsMoved;
+use mapped::Mapped;
 
 use crate::index::tokenizer::{self, CODE_TOKENIZER, CodeTokenizer};
 
@@ -163,6 +165,7 @@ pub struct LexicalHit {
 /// The tantivy index of one project.
 pub struct Lexical {
     dir: PathBuf,
+    directory: Mapped,
     index: Index,
     reader: IndexReader,
     fields: Fields,
@@ -173,10 +176,9 @@ impl Lexical {
     pub fn open(dir: &Path) -> Result<Lexical, IndexError> {
         std::fs::create_dir_all(dir).map_err(|e| IndexError::io(dir, e))?;
         let (schema, fields) = schema();
-        let directory = tantivy::directory::MmapDirectory::open(dir)
-            .map_err(|e| IndexError::tantivy(dir, e.into()))?;
-        let index =
-            Index::open_or_create(directory, schema).map_err(|e| IndexError::tantivy(dir, e))?;
+        let directory = Mapped::open(dir).map_err(|e| IndexError::tantivy(dir, e.into()))?;
+        let index = Index::open_or_create(directory.clone(), schema)
+            .map_err(|e| IndexError::tantivy(dir, e))?;
         index
             .tokenizers()
             .register(CODE_TOKENIZER, CodeTokenizer::default());
@@ -187,6 +189,7 @@ impl Lexical {
             .map_err(|e| IndexError::tantivy(dir, e))?;
         Ok(Lexical {
             dir: dir.to_path_buf(),
+            directory,
             index,
             reader,
             fields,
@@ -356,6 +359,11 @@ impl Lexical {
     /// Bytes used on disk.
     pub fn disk_size(&self) -> u64 {
         dir_size(&self.dir)
+    }
+
+    /// Give back the resident pages of the segment files' maps (`mapped`).
+    pub fn release_mapped_pages(&self) {
+        self.directory.release_pages();
     }
 
     /// BM25 search. Returns the page of hits and the total number of matches.
