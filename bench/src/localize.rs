@@ -27,6 +27,12 @@ pub struct Options {
     /// Only issues of repositories whose name contains this.
     #[arg(long)]
     pub repo: Option<String>,
+    /// Only these issues (ids, comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub ids: Vec<String>,
+    /// Print, for each answer, its top 5 results' symbols and the files one hop reaches.
+    #[arg(long)]
+    pub show_hops: bool,
     /// Per repository, only the N issues whose base commits are closest together.
     #[arg(long)]
     pub per_repo: Option<usize>,
@@ -132,6 +138,10 @@ fn load(options: &Options) -> anyhow::Result<Vec<Issue>> {
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let v: Value = serde_json::from_str(line)?;
         let repo = v["repo"].as_str().context("repo")?.to_string();
+        let id = v["instance_id"].as_str().unwrap_or_default();
+        if !options.ids.is_empty() && !options.ids.iter().any(|i| i == id) {
+            continue;
+        }
         if options
             .repo
             .as_ref()
@@ -314,7 +324,11 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
                     let tally = tallies.entry((form.to_string(), mode.clone())).or_default();
                     let files = score(tally, issue, &reply, options.only_ext.as_deref());
                     tally.latencies.push(ms);
-                    if one_hop(&mut client, &root, &reply, &files, &issue.gold_files).await? {
+                    let show = options
+                        .show_hops
+                        .then(|| format!("{} {form} {mode}", issue.id));
+                    let gold = &issue.gold_files;
+                    if one_hop(&mut client, &root, &reply, &files, gold, show).await? {
                         tally.reach += 1.0;
                     }
                     if let Some(out) = dump.as_mut() {
@@ -423,6 +437,7 @@ async fn one_hop(
     reply: &pb::SearchReply,
     files: &[String],
     gold: &[String],
+    show: Option<String>,
 ) -> anyhow::Result<bool> {
     let mut reached: Vec<String> = files.iter().take(5).cloned().collect();
     for hit in reply.results.iter().take(5) {
@@ -453,5 +468,16 @@ async fn one_hop(
             }
         }
     }
-    Ok(gold.iter().any(|g| reached.contains(g)))
+    let hit = gold.iter().any(|g| reached.contains(g));
+    if let Some(label) = show {
+        let top: Vec<String> = (reply.results.iter().take(5))
+            .map(|h| format!("{}:{}", h.path, h.symbol.as_deref().unwrap_or("-")))
+            .collect();
+        reached.sort();
+        reached.dedup();
+        eprintln!(
+            "{label}: reached gold {hit}; gold {gold:?}\n  top 5 {top:?}\n  reached {reached:?}"
+        );
+    }
+    Ok(hit)
 }
