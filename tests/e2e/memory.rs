@@ -52,8 +52,8 @@ fn projects_lmdb(data_dir: &std::path::Path) -> std::path::PathBuf {
     projects[0].canonicalize().unwrap()
 }
 
-/// kB of `file` resident in the process's mappings of it (`/proc/PID/smaps`).
-fn resident_kb(pid: i32, file: &std::path::Path) -> u64 {
+/// kB resident in the process's mappings of the files `wanted` names (`/proc/PID/smaps`).
+fn resident_kb(pid: i32, wanted: impl Fn(&std::path::Path) -> bool) -> u64 {
     let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap_or_default();
     let mut ours = false;
     let mut kb = 0;
@@ -63,7 +63,7 @@ fn resident_kb(pid: i32, file: &std::path::Path) -> u64 {
             // A mapping's header: its path is the rest of the line from the first slash.
             ours = line
                 .find('/')
-                .is_some_and(|at| std::path::Path::new(&line[at..]) == file);
+                .is_some_and(|at| wanted(std::path::Path::new(&line[at..])));
         } else if ours && first == "Rss:" {
             kb += line
                 .split_whitespace()
@@ -134,16 +134,20 @@ fn a_project_is_indexed_and_embedded_within_the_memory_budget() {
     // its index's size (a release daemon indexing 20,000 files kept 244 MB of its map
     // resident while idle before they were).
     let file = projects_lmdb(&env.data_dir());
+    let in_lmdb = |path: &std::path::Path| path == file;
+    // The lexical index's segment files, beside the LMDB directory.
+    let segments = file.parent().unwrap().with_file_name("tantivy");
+    let in_tantivy = |path: &std::path::Path| path.starts_with(&segments);
     let size_kb = std::fs::metadata(&file).unwrap().len() / 1024;
-    let resident_at_first = resident_kb(pid, &file);
+    let resident_at_first = resident_kb(pid, in_lmdb);
     env.wait_for(
         Duration::from_secs(60),
         "the LMDB map's pages given back",
-        || resident_kb(pid, &file) * 10 <= size_kb,
+        || resident_kb(pid, in_lmdb) * 10 <= size_kb,
     );
     eprintln!(
         "LMDB file {size_kb} kB; resident when the last vector was counted {resident_at_first} kB, then {} kB",
-        resident_kb(pid, &file)
+        resident_kb(pid, in_lmdb)
     );
     // The index is whole: every chunk in LMDB and tantivy, with its vector.
     env.verify_ok(&root, "after embedding within the budget");
@@ -153,19 +157,28 @@ fn a_project_is_indexed_and_embedded_within_the_memory_budget() {
     );
     assert!(ran.ok() && ran.stdout.contains(".py"), "{}", ran.text());
     // Pages searches read are given back too, once nobody has used the project for a
-    // while, though no commit follows them (the writer gives its own back as it commits).
+    // while, though no commit follows them (the writer gives its own back as it commits):
+    // the LMDB map's and the lexical segment files'.
     for query in ["turn the value", "module helper", "compute total"] {
         for mode in ["lexical", "hybrid"] {
             let ran = env.amanctl_on(&root, &["search", "--mode", mode, "--json", query]);
             assert!(ran.ok(), "{}", ran.text());
         }
     }
-    let searched = resident_kb(pid, &file);
+    let searched = resident_kb(pid, in_lmdb);
     assert!(searched > 0, "the searches read no page of the map");
+    let searched_segments = resident_kb(pid, in_tantivy);
+    assert!(
+        searched_segments > 0,
+        "the searches read no page of {segments:?}"
+    );
     env.wait_for(
         Duration::from_secs(120),
         "the pages searches read given back",
-        || resident_kb(pid, &file) * 2 < searched,
+        || {
+            resident_kb(pid, in_lmdb) * 2 < searched
+                && resident_kb(pid, in_tantivy) * 2 < searched_segments
+        },
     );
     env.stop_daemon();
     daemon.wait().unwrap();
