@@ -253,6 +253,7 @@ fn read_only_shared_mappings(maps: &str, file: &std::path::Path) -> Vec<(usize, 
 }
 
 /// Every read-only shared (`r--s`) mapping of a file in `maps`: its path, start and end.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 fn read_only_shared(maps: &str) -> impl Iterator<Item = (&std::path::Path, usize, usize)> {
     maps.lines().filter_map(|line| {
         let mut fields = line.split_ascii_whitespace();
