@@ -210,16 +210,7 @@ impl Resolver<'_> {
         // A generic parameter (`visitor: V` with `V: Visitor`) stands for its bounds.
         let mut types = vec![ty.clone()];
         types.extend(self.bounds(path, line, &ty)?);
-        let mut own = Vec::new();
-        let mut owners = Vec::new();
-        for def in methods.iter() {
-            if let Some(owner) = self.owner(def)? {
-                if types.contains(&owner.name) {
-                    own.push(def.clone());
-                }
-                owners.push((def.clone(), owner.name.clone()));
-            }
-        }
+        let mut own = self.owned_by(methods, &types)?;
         if own.len() > 1 && self.language(path)? == "rust" {
             own = self.types_in_scope(path, &ty, own)?;
         }
@@ -230,11 +221,7 @@ impl Resolver<'_> {
         }
         // The declared type's bases (one level), wherever the type is defined.
         let bases = self.bases_of_named(&ty)?;
-        let mut inherited: Vec<Def> = owners
-            .into_iter()
-            .filter(|(_, owner)| bases.contains(owner))
-            .map(|(def, _)| def)
-            .collect();
+        let mut inherited = self.owned_by(methods, &bases)?;
         Ok(match inherited.len() {
             1 => Some(Resolution::Resolved(
                 inherited.remove(0),

@@ -132,6 +132,9 @@ pub struct Resolver<'v> {
     named: RefCell<FxHashMap<String, Rc<Vec<Def>>>>,
     languages: RefCell<FxHashMap<String, String>>,
     owners: RefCell<FxHashMap<Def, Option<Rc<SymbolRecord>>>>,
+    /// Each list of methods' owners, keyed by the list's address (the list is kept in the
+    /// value, so the address cannot be reused while the request lasts).
+    pub(super) method_owners: RefCell<FxHashMap<usize, Rc<super::members::Owners>>>,
     splits: RefCell<FxHashMap<(String, String), Rc<Split>>>,
     pub(super) nesting: super::python::Nesting,
 }
@@ -145,6 +148,7 @@ impl<'v> Resolver<'v> {
             named: RefCell::default(),
             languages: RefCell::default(),
             owners: RefCell::default(),
+            method_owners: RefCell::default(),
             splits: RefCell::default(),
             nesting: Default::default(),
         }
