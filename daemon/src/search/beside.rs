@@ -25,7 +25,7 @@ fn helpers() -> Option<&'static rayon::ThreadPool> {
 
 /// `beside()` on a search thread while `here()` runs on this one; both results. A panic in
 /// `beside` becomes `failed` (the caller answers without that leg), as a thread's join did.
-pub(super) fn run<A: Send, B>(
+pub(crate) fn run<A: Send, B>(
     beside: impl FnOnce() -> A + Send,
     failed: impl FnOnce() -> A,
     here: impl FnOnce() -> B,

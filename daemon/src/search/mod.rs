@@ -5,7 +5,7 @@
 //! [`similar`] does the same from a reference instead of a query; [`lookup`] serves code by
 //! path or symbol; [`usages`] lists where a name is defined and used.
 
-mod beside;
+pub(crate) mod beside;
 pub mod fusion;
 pub mod graph;
 pub mod label;

@@ -1,10 +1,11 @@
 //! Chunks holding one word, for `usages` and the code graph: their documents, or only
 //! their chunk ids (from the fast field, no document loaded).
 
-use tantivy::Term;
-use tantivy::collector::{DocSetCollector, TopDocs};
+use tantivy::collector::{Collector, SegmentCollector, TopDocs};
+use tantivy::columnar::Column;
 use tantivy::query::{BooleanQuery, Occur, Query, TermQuery, TermSetQuery};
 use tantivy::schema::IndexRecordOption;
+use tantivy::{DocId, Score, SegmentOrdinal, SegmentReader, Term};
 
 use super::{Lexical, LexicalHit};
 use crate::error::IndexError;
@@ -59,27 +60,56 @@ impl Lexical {
 
     /// The chunk ids of every live document holding `word` in its body or names.
     pub fn chunk_ids_with_word(&self, word: &str) -> Result<Vec<u64>, IndexError> {
-        let searcher = self.reader.searcher();
-        let found = searcher
-            .search(&self.word_query(word), &DocSetCollector)
-            .map_err(|e| self.err(e))?;
-        let mut columns = std::collections::HashMap::new();
-        let mut out = Vec::with_capacity(found.len());
-        for address in found {
-            let column = match columns.entry(address.segment_ord) {
-                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::hash_map::Entry::Vacant(e) => e.insert(
-                    searcher
-                        .segment_reader(address.segment_ord)
-                        .fast_fields()
-                        .u64("chunk_id")
-                        .map_err(|e| self.err(e))?,
-                ),
-            };
-            if let Some(id) = column.first(address.doc_id) {
-                out.push(id);
-            }
+        self.reader
+            .searcher()
+            .search(&self.word_query(word), &ChunkIds)
+            .map_err(|e| self.err(e))
+    }
+}
+
+/// The chunk id of every matching live document, read from the fast field as each is
+/// found (no set of addresses built, no score computed).
+struct ChunkIds;
+
+struct SegmentChunkIds {
+    column: Column<u64>,
+    ids: Vec<u64>,
+}
+
+impl Collector for ChunkIds {
+    type Fruit = Vec<u64>;
+    type Child = SegmentChunkIds;
+
+    fn for_segment(
+        &self,
+        _segment: SegmentOrdinal,
+        reader: &SegmentReader,
+    ) -> tantivy::Result<SegmentChunkIds> {
+        Ok(SegmentChunkIds {
+            column: reader.fast_fields().u64("chunk_id")?,
+            ids: Vec::new(),
+        })
+    }
+
+    fn requires_scoring(&self) -> bool {
+        false
+    }
+
+    fn merge_fruits(&self, fruits: Vec<Vec<u64>>) -> tantivy::Result<Vec<u64>> {
+        Ok(fruits.concat())
+    }
+}
+
+impl SegmentCollector for SegmentChunkIds {
+    type Fruit = Vec<u64>;
+
+    fn collect(&mut self, doc: DocId, _score: Score) {
+        if let Some(id) = self.column.first(doc) {
+            self.ids.push(id);
         }
-        Ok(out)
+    }
+
+    fn harvest(self) -> Vec<u64> {
+        self.ids
     }
 }

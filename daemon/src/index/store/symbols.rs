@@ -1,6 +1,5 @@
 //! Reads of the per-file symbol lists, the name index and the per-file references.
 
-use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use lru::LruCache;
@@ -214,15 +213,20 @@ impl Store {
     /// The files of these chunks, each once, in path order (each chunk's read once per
     /// store: [`ChunkPaths`]).
     pub fn paths_of_chunks(&self, ids: &[u64]) -> Result<Vec<String>, IndexError> {
-        let mut paths: BTreeSet<Arc<str>> = BTreeSet::new();
+        // Each file once, told apart by its one allocation; sorted at the end.
+        let mut paths: Vec<Arc<str>> = Vec::new();
+        let mut seen: rustc_hash::FxHashSet<*const u8> = Default::default();
+        let mut add = |path: &Arc<str>| {
+            if seen.insert(path.as_ptr()) {
+                paths.push(path.clone());
+            }
+        };
         let mut missing = Vec::new();
         {
             let known = self.chunk_paths.0.lock().unwrap_or_else(|e| e.into_inner());
             for id in ids {
                 match known.get(id) {
-                    Some(path) => {
-                        paths.insert(path.clone());
-                    }
+                    Some(path) => add(path),
                     None => missing.push(*id),
                 }
             }
@@ -230,16 +234,16 @@ impl Store {
         if !missing.is_empty() {
             let read = self.read(|rtxn| {
                 let raw = self.chunks.remap_data_type::<Bytes>();
-                let mut read = Vec::with_capacity(missing.len());
+                let mut read: Vec<(u64, Arc<str>)> = Vec::with_capacity(missing.len());
+                let mut by_text: rustc_hash::FxHashMap<&str, Arc<str>> = Default::default();
                 for id in missing {
                     if let Some(bytes) = raw.get(rtxn, &id)? {
                         let path = codec::chunk_path(bytes).map_err(heed::Error::Decoding)?;
                         // One allocation per file, however many of its chunks.
-                        let path = match paths.get(path) {
-                            Some(known) => known.clone(),
-                            None => Arc::<str>::from(path),
-                        };
-                        paths.insert(path.clone());
+                        let path = by_text
+                            .entry(path)
+                            .or_insert_with(|| Arc::<str>::from(path))
+                            .clone();
                         read.push((id, path));
                     }
                 }
@@ -249,8 +253,14 @@ impl Store {
             if known.len() + read.len() > CHUNK_PATHS_KEPT {
                 known.clear();
             }
-            known.extend(read);
+            for (id, path) in read {
+                add(&path);
+                known.insert(id, path);
+            }
         }
+        // A file read now and known before has two allocations: told apart here.
+        paths.sort_unstable();
+        paths.dedup();
         Ok(paths.iter().map(|p| p.to_string()).collect())
     }
 }

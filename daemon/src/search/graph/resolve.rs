@@ -19,7 +19,8 @@ use crate::error::IndexError;
 use crate::index::store::{StoredRefs, SymbolRecord};
 
 /// What the graph reads from an index (a trait so the rules are tested on small fixtures).
-pub trait GraphView {
+/// Shared between threads: a wide walk reads on every core.
+pub trait GraphView: Sync {
     /// The symbols of a file.
     fn symbols_of(&self, path: &str) -> Result<Arc<Vec<SymbolRecord>>, IndexError>;
     /// The references and imports of a file.
@@ -154,7 +155,7 @@ impl<'v> Resolver<'v> {
         }
     }
 
-    pub fn view(&self) -> &dyn GraphView {
+    pub fn view(&self) -> &'v dyn GraphView {
         self.view
     }
 

@@ -9,6 +9,7 @@ use crate::files::lang::language_of;
 
 mod python;
 mod typescript;
+mod wide;
 
 /// Files chunked in memory, standing for an index.
 struct Fixture(HashMap<String, (String, crate::chunk::syntax::Chunked)>);

@@ -14,6 +14,12 @@ use super::{
 use crate::chunk::syntax::refs::{RefKind, Reference};
 use crate::error::{Error, UserError};
 
+/// Names at one level below which a walk stays on one thread (a thread's own resolver
+/// reads again what the request's has).
+const PARALLEL_NAMES: usize = 8;
+/// Targets whose mentions are found together, ahead of the walk's steps through them.
+const PREFETCH_BLOCK: usize = 32;
+
 /// The definition of the file itself, for code at its top level.
 fn file_def(path: &str, line: u32) -> Def {
     Def {
@@ -33,9 +39,15 @@ pub struct Walk<'v> {
     mentions: FxHashMap<String, Rc<Vec<Mention>>>,
     /// Names whose unresolved calls were counted.
     explained: HashSet<String>,
+    /// Whether a wide level's mentions are found on two threads (more than one core).
+    pub parallel: bool,
 }
 
+/// What a helper thread found: each name's mentions, and whether it read every file.
+type Helped = (Vec<(String, Vec<Mention>)>, bool);
+
 /// A reference to a name, where it is, what it resolved to and what encloses it.
+#[derive(Clone)]
 struct Mention {
     path: String,
     reference: Reference,
@@ -50,6 +62,7 @@ impl<'v> Walk<'v> {
             complete: true,
             mentions: FxHashMap::default(),
             explained: HashSet::new(),
+            parallel: std::thread::available_parallelism().is_ok_and(|n| n.get() > 1),
         }
     }
 
@@ -171,6 +184,70 @@ impl<'v> Walk<'v> {
             .collect())
     }
 
+    /// The mentions of those of `names` not yet known, found on every core: each thread
+    /// with a resolver of its own, since a name's mentions do not depend on what else the
+    /// request asked (its caches only remember). A wide walk (`impact` of a large diff)
+    /// asks for the callers of a hundred names at a level.
+    fn prefetch_mentions(&mut self, names: &[&str]) -> Result<(), Error> {
+        let mut wanted: Vec<&str> = names
+            .iter()
+            .copied()
+            .filter(|n| !self.mentions.contains_key(*n))
+            .collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        if !self.parallel || wanted.len() < PARALLEL_NAMES {
+            return Ok(());
+        }
+        let view = self.resolver.view();
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let take = || {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            wanted.get(i).copied()
+        };
+        // One helper, on the search threads kept for a query's second leg (a thread made
+        // per request would set up its allocator heap every time).
+        let helper = || -> Result<Helped, Error> {
+            let mut walk = Walk::new(view);
+            let mut done = Vec::new();
+            while let Some(name) = take() {
+                walk.mentions(name)?;
+                done.push(name);
+            }
+            let mut out = Vec::with_capacity(done.len());
+            for name in done {
+                let Some(mentions) = walk.mentions.remove(name) else {
+                    continue;
+                };
+                // Only the walk's map holds it; a copy otherwise.
+                let mentions = Rc::try_unwrap(mentions).unwrap_or_else(|rc| (*rc).clone());
+                out.push((name.to_string(), mentions));
+            }
+            Ok((out, walk.complete))
+        };
+        let (helped, mine) = crate::search::beside::run(
+            || Some(helper()),
+            || None,
+            || {
+                // This thread takes names too, with the request's own resolver.
+                while let Some(name) = take() {
+                    self.mentions(name)?;
+                }
+                Ok::<(), Error>(())
+            },
+        );
+        mine?;
+        // A helper that failed to run left its names to the steps, which find them.
+        if let Some(helped) = helped {
+            let (mentions, complete) = helped?;
+            self.complete &= complete;
+            for (name, found) in mentions {
+                self.mentions.insert(name, Rc::new(found));
+            }
+        }
+        Ok(())
+    }
+
     /// Every reference to `name` (or to a local alias of it) in the project, resolved, with
     /// the definition around it; computed once per name and request.
     fn mentions(&mut self, name: &str) -> Result<Rc<Vec<Mention>>, Error> {
@@ -281,6 +358,7 @@ impl<'v> Walk<'v> {
         self.levels(
             targets,
             depth,
+            true,
             |walk, target, d, answer| {
                 // Code at a file's top level has no callers of its own.
                 if target.kind == "file" {
@@ -297,6 +375,7 @@ impl<'v> Walk<'v> {
         self.levels(
             targets,
             depth,
+            false,
             |walk, target, d, _| walk.callees_of(target, d),
             |link| link.to.as_ref(),
         )
@@ -304,10 +383,12 @@ impl<'v> Walk<'v> {
 
     /// A breadth-first walk from `targets`: each level's links from `step`, the next level
     /// the definitions `next` names that were not seen, until `depth` or the link bound.
+    /// With `callers`, each level's mentions are found first, on every core.
     fn levels(
         &mut self,
         targets: &[Def],
         depth: u32,
+        callers: bool,
         mut step: impl FnMut(&mut Self, &Def, u32, &mut GraphAnswer) -> Result<Vec<Link>, Error>,
         next: impl Fn(&Link) -> Option<&Def>,
     ) -> Result<GraphAnswer, Error> {
@@ -319,18 +400,29 @@ impl<'v> Walk<'v> {
         let mut level: Vec<Def> = targets.to_vec();
         for d in 1..=depth.clamp(1, MAX_DEPTH) {
             let mut following = Vec::new();
-            for target in &level {
-                for link in step(self, target, d, &mut answer)? {
-                    if let Some(def) = next(&link)
-                        && seen.insert(def.clone())
-                    {
-                        following.push(def.clone());
-                    }
-                    answer.links.push(link);
+            // In blocks, so that the work done ahead stops near where the link bound does.
+            'level: for block in level.chunks(PREFETCH_BLOCK) {
+                if callers {
+                    let names: Vec<&str> = block
+                        .iter()
+                        .filter(|t| t.kind != "file")
+                        .map(|t| t.name.as_str())
+                        .collect();
+                    self.prefetch_mentions(&names)?;
                 }
-                if answer.links.len() >= MAX_LINKS {
-                    self.complete = false;
-                    break;
+                for target in block {
+                    for link in step(self, target, d, &mut answer)? {
+                        if let Some(def) = next(&link)
+                            && seen.insert(def.clone())
+                        {
+                            following.push(def.clone());
+                        }
+                        answer.links.push(link);
+                    }
+                    if answer.links.len() >= MAX_LINKS {
+                        self.complete = false;
+                        break 'level;
+                    }
                 }
             }
             if following.is_empty() || !self.complete {
