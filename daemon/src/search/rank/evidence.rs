@@ -11,6 +11,8 @@ use super::{
     DEFINES_AS_TYPED, DEFINES_IDENTIFIER, DEFINES_MENTIONED, DEFINES_WORDS, DIRECTORY_NAMED,
     FILE_NAMED, FILE_SPELLED, IndexView, OLD_VERSION, Profile, QueryKind, SECONDARY_PATH, tuned,
 };
+use rustc_hash::FxHashMap;
+
 use crate::index::lexical::LexicalHit;
 
 /// How a candidate defines what the query asks for.
@@ -69,15 +71,30 @@ pub struct Evidence {
 
 impl Evidence {
     /// Read `hit` for `profile`. `file_words`: the query words that tell files apart by name,
-    /// with their weights; `rarity`: each query word's.
+    /// with their weights; `rarity`: each query word's. `of_path` keeps what a file's path
+    /// says for the query (the same for each of its chunks) through one ranking.
     pub fn read(
         profile: &Profile,
         file_words: &[(&str, f32)],
         rarity: &[f32],
         hit: &LexicalHit,
         view: &dyn IndexView,
+        of_path: &mut FxHashMap<String, Evidence>,
     ) -> Evidence {
-        let mut out = Evidence::default();
+        let mut out = match of_path.get(&hit.path) {
+            Some(known) => known.clone(),
+            None => {
+                let read = Self::of_path(profile, file_words, rarity, &hit.path, view);
+                of_path.insert(hit.path.clone(), read.clone());
+                read
+            }
+        };
+        out.defines = Self::defines(profile, hit, view);
+        out
+    }
+
+    /// How `hit` defines the query's names.
+    fn defines(profile: &Profile, hit: &LexicalHit, view: &dyn IndexView) -> Defines {
         // The index is read only when a rule below can use what it says.
         let defined_as_written = if !profile.names.is_empty() || profile.kind == QueryKind::Prose {
             view.defined_in(hit)
@@ -94,22 +111,36 @@ impl Evidence {
                 profile.names.iter().any(|n| defines_in_text(&lower, n))
             })
         {
-            out.defines = match profile.kind {
+            match profile.kind {
                 // `Router` asks for the module `Router` before the function `router`.
                 QueryKind::Identifier => Defines::Identifier {
                     typed: defined_as_written.iter().any(|d| profile.typed.contains(d)),
                 },
                 _ => Defines::Mentioned,
-            };
+            }
         } else if profile.kind == QueryKind::Prose
             && defined
                 .iter()
                 .any(|d| profile.spelled.iter().any(|s| singular(d) == s))
         {
-            out.defines = Defines::Words;
+            Defines::Words
+        } else {
+            Defines::None
         }
-        let (dirs, stem) = path_parts(&hit.path);
-        let words = stem_words(&hit.path);
+    }
+
+    /// What the file's `path` says for the query: its name, its directory, whether it is
+    /// an older copy or secondary.
+    fn of_path(
+        profile: &Profile,
+        file_words: &[(&str, f32)],
+        rarity: &[f32],
+        path: &str,
+        view: &dyn IndexView,
+    ) -> Evidence {
+        let mut out = Evidence::default();
+        let (dirs, stem) = path_parts(path);
+        let words = stem_words(path);
         let named = file_words
             .iter()
             .filter(|(w, _)| names_file(w, &stem, &words, profile.names_by_prefix(w)))
@@ -130,7 +161,7 @@ impl Evidence {
             .words
             .iter()
             .any(|w| singular(w) == singular(&stem) || stem_of(w) == singular(&stem))
-            && view.has_directory(module_directory(&hit.path))
+            && view.has_directory(module_directory(path))
         {
             // A module's own file beside its directory (`command.rb` beside `command/`,
             // `de.rs` beside `de/`, `Encoding.hs` beside `Encoding/`) is named by its word
@@ -156,8 +187,8 @@ impl Evidence {
                 weight: *weight,
             });
         }
-        out.old_version = superseded(&hit.path, &profile.words, view);
-        out.secondary = !profile.wants_secondary && is_secondary_path(&hit.path);
+        out.old_version = superseded(path, &profile.words, view);
+        out.secondary = !profile.wants_secondary && is_secondary_path(path);
         out
     }
 
@@ -241,8 +272,13 @@ mod tests {
             .iter()
             .map(|s| crate::search::rank::rarity(*s).max(0.0))
             .collect();
-        let main = Evidence::read(&profile, &words, &rarity, &hits[0], &project);
-        let test = Evidence::read(&profile, &words, &rarity, &hits[1], &project);
+        let mut of_path = FxHashMap::default();
+        let main = Evidence::read(&profile, &words, &rarity, &hits[0], &project, &mut of_path);
+        let test = Evidence::read(&profile, &words, &rarity, &hits[1], &project, &mut of_path);
+        // A second chunk of a file reads what its path says from the first.
+        let again = Evidence::read(&profile, &words, &rarity, &hits[0], &project, &mut of_path);
+        assert_eq!(of_path.len(), 2);
+        assert_eq!(again.named, main.named);
         assert!(matches!(&main.named, Named::Word(w) if w.word == "broadcast" && w.weight > 0.9));
         assert!(main.directory.as_ref().is_some_and(|d| d.word == "sync") && !main.secondary);
         assert!(test.secondary && test.directory.is_none());

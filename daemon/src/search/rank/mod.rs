@@ -268,11 +268,12 @@ pub fn rank(profile: &Profile, hits: Vec<LexicalHit>, view: &dyn IndexView) -> V
     let rarity: Vec<f32> = shares.iter().map(|share| rarity(*share).max(0.0)).collect();
     let tracing = trace::enabled();
     let mut traced = Vec::new();
+    let mut of_path = rustc_hash::FxHashMap::default();
     let mut scored: Vec<(f32, LexicalHit)> = hits
         .into_iter()
         .map(|mut hit| {
             let base = (hit.score / best).max(0.0);
-            let evidence = Evidence::read(profile, &file_words, &rarity, &hit, view);
+            let evidence = Evidence::read(profile, &file_words, &rarity, &hit, view, &mut of_path);
             let (factor, why) = evidence.factor();
             if tracing {
                 // Which of the query's words (by stem) the chunk's text and its path hold.
