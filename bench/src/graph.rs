@@ -438,6 +438,7 @@ async fn latency(dir: &std::path::Path) -> anyhow::Result<()> {
     let mut impact = Vec::new();
     let mut reached = 0;
     let mut total_links = 0;
+    let mut complete = true;
     for _ in 0..20 {
         let t = Instant::now();
         let reply = client
@@ -453,13 +454,15 @@ async fn latency(dir: &std::path::Path) -> anyhow::Result<()> {
         impact.push(t.elapsed().as_secs_f64() * 1e3);
         reached = reply.impacted.len();
         total_links = reply.total_links;
+        complete = reply.complete;
     }
     for (kind, samples) in timed {
         println!("{kind:<8} {} ", summary(samples));
     }
     let first = impact.first().copied().unwrap_or_default();
     println!(
-        "impact of a {changed}-line diff (depth 2, {reached} definitions reached, {total_links} links): {}; the first call {first:.2} ms",
+        "impact of a {changed}-line diff (depth 2, {reached} definitions reached, {total_links} links{}): {}; the first call {first:.2} ms",
+        if complete { "" } else { ", marked incomplete" },
         summary(impact)
     );
     println!("  of which `git diff` alone: {}", summary(git_diff));
