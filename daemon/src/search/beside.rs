@@ -23,6 +23,12 @@ fn helpers() -> Option<&'static rayon::ThreadPool> {
     .as_ref()
 }
 
+/// Whether work handed to [`run`] goes to another core (more than one search thread). Read
+/// once: `available_parallelism` reads the cgroup's files on every call.
+pub(crate) fn on_another_core() -> bool {
+    helpers().is_some_and(|pool| pool.current_num_threads() > 1)
+}
+
 /// `beside()` on a search thread while `here()` runs on this one; both results. A panic in
 /// `beside` becomes `failed` (the caller answers without that leg), as a thread's join did.
 pub(crate) fn run<A: Send, B>(

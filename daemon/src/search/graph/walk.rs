@@ -62,7 +62,7 @@ impl<'v> Walk<'v> {
             complete: true,
             mentions: FxHashMap::default(),
             explained: HashSet::new(),
-            parallel: std::thread::available_parallelism().is_ok_and(|n| n.get() > 1),
+            parallel: crate::search::beside::on_another_core(),
         }
     }
 
