@@ -68,12 +68,16 @@ def load(trace_path, dump_path, mode):
     dump = [json.loads(line) for line in open(dump_path)]
     rankings = []
     exact = None
+    legs = None
     for line in open(trace_path):
         record = json.loads(line)
-        if "exact" in record:
-            exact = record
+        if "legs" in record:
+            legs = record["legs"]
+        elif "exact" in record:
+            exact, record["legs"], legs = record, legs, None
         elif exact is not None and exact["mode"] == mode:
             record["exact"] = set(exact["exact"])
+            record["legs"] = exact["legs"]
             rankings.append(record)
     if len(rankings) != len(dump):
         raise SystemExit(f"{len(rankings)} {mode} rankings traced for {len(dump)} queries: "

@@ -259,6 +259,17 @@ impl Searcher<'_> {
             && (1..=FEW_MATCHES).contains(&lexical_total)
             && lexical_hits.len() >= lexical_total)
             .then(|| lexical_hits.iter().map(|h| h.chunk_id).collect());
+        if rank::trace::enabled() {
+            // Each leg as fusion got it, so a replay can fuse them otherwise.
+            let lexical: Vec<(u64, f32)> =
+                lexical_hits.iter().map(|h| (h.chunk_id, h.score)).collect();
+            rank::trace::write(&serde_json::json!({
+                "legs": { "lexical": lexical, "semantic": ranking,
+                          "lexical_total": lexical_total, "n_terms": terms.len(),
+                          "lexical_weight": fusion.lexical_weight,
+                          "semantic_weight": fusion.semantic_weight, "k": fusion.k },
+            }));
+        }
         let (mut hits, total) =
             self.fused(lexical_hits, lexical_total as u64, &ranking, &fusion, None)?;
         if let Some(bm25) = bm25 {
