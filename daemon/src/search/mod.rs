@@ -506,10 +506,10 @@ impl Searcher<'_> {
 /// from LMDB.
 struct StoreView<'a> {
     index: &'a ProjectIndex,
-    /// Each file's symbols, by first line (read for the page shown).
-    symbols: std::cell::RefCell<HashMap<String, Vec<SymbolRecord>>>,
+    /// Each file's symbols (read for the page shown; shared with the store's cache).
+    symbols: std::cell::RefCell<HashMap<String, Arc<Vec<SymbolRecord>>>>,
     /// Each file's symbols' names, by first line (read for every candidate).
-    names: std::cell::RefCell<HashMap<String, SymbolNames>>,
+    names: std::cell::RefCell<HashMap<String, Arc<SymbolNames>>>,
 }
 
 impl StoreView<'_> {
@@ -517,15 +517,19 @@ impl StoreView<'_> {
     fn defined(&self, hit: &LexicalHit) -> Vec<SymbolRecord> {
         let mut cache = self.symbols.borrow_mut();
         let symbols = cache.entry(hit.path.clone()).or_insert_with(|| {
-            let mut symbols = self.index.store.symbols_of(&hit.path).unwrap_or_default();
-            symbols.sort_by_key(|s| s.start_line);
-            symbols
+            self.index
+                .store
+                .shared_symbols_of(&hit.path)
+                .unwrap_or_default()
         });
-        symbols
+        let mut defined: Vec<SymbolRecord> = symbols
             .iter()
             .filter(|s| hit.start_line <= s.start_line && s.start_line <= hit.end_line)
             .cloned()
-            .collect()
+            .collect();
+        // Stable: symbols on one line keep their stored order.
+        defined.sort_by_key(|s| s.start_line);
+        defined
     }
 }
 

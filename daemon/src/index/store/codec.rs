@@ -182,6 +182,20 @@ impl<'a> BytesDecode<'a> for FileCodec {
     }
 }
 
+/// The content hash of an encoded [`FileRecord`] without decoding the rest (its language
+/// and chunk ids): what the caches of a file's decoded symbols and references check.
+pub enum FileHashCodec {}
+
+impl<'a> BytesDecode<'a> for FileHashCodec {
+    type DItem = u64;
+    fn bytes_decode(bytes: &'a [u8]) -> Result<u64, BoxedError> {
+        let mut r = Reader(bytes);
+        r.u64()?;
+        r.u64()?;
+        Ok(r.u64()?)
+    }
+}
+
 /// heed codec for [`ChunkRecord`].
 pub enum ChunkCodec {}
 
@@ -392,6 +406,7 @@ mod tests {
         };
         let bytes = FileCodec::bytes_encode(&file).unwrap();
         assert_eq!(FileCodec::bytes_decode(&bytes).unwrap(), file);
+        assert_eq!(FileHashCodec::bytes_decode(&bytes).unwrap(), file.hash);
         let chunk = ChunkRecord {
             path: "src/a.rs".into(),
             start_line: 1,

@@ -123,6 +123,8 @@ pub struct Store {
     refs_cache: symbols::RefsCache,
     /// Recently read files' decoded symbols (`symbols::SymbolsCache`).
     symbols_cache: symbols::SymbolsCache,
+    /// Recently read files' symbol names (`symbols::NamesCache`).
+    names_cache: symbols::NamesCache,
     /// Committed chunks' files, as the graph asked (`symbols::ChunkPaths`).
     chunk_paths: symbols::ChunkPaths,
     /// Every vector in memory, for a small project's exact search (`exact`).
@@ -225,6 +227,7 @@ impl Store {
             long_keys: keys::LongKeys(long_keys),
             refs_cache: symbols::RefsCache::default(),
             symbols_cache: symbols::SymbolsCache::default(),
+            names_cache: symbols::NamesCache::default(),
             chunk_paths: symbols::ChunkPaths::default(),
             exact: exact::ExactCache::default(),
             compacted_to: std::sync::OnceLock::new(),

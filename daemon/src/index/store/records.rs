@@ -121,6 +121,11 @@ impl SymbolNames {
         self.entries.sort_by_key(|(line, _, _)| *line);
     }
 
+    /// Roughly the heap it holds.
+    pub(super) fn heap_size(&self) -> usize {
+        64 + self.text.len() + 12 * self.entries.len()
+    }
+
     /// The names of the symbols whose first line is within `start..=end`, in order.
     pub fn starting_within(&self, start: u32, end: u32) -> impl Iterator<Item = &str> {
         let from = self.entries.partition_point(|(line, _, _)| *line < start);

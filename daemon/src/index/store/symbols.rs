@@ -7,6 +7,7 @@ use rustc_hash::FxHashMap;
 
 use heed::types::Bytes;
 
+use super::codec::FileHashCodec;
 use super::{
     IndexError, Store, StoredRefs, SymbolNames, SymbolNamesCodec, SymbolRecord, codec, keys,
 };
@@ -19,10 +20,16 @@ const REFS_CACHE_BYTES: usize = 32 << 20;
 /// the graph's largest read (every file a walk passes through).
 const SYMBOLS_CACHE_BYTES: usize = 16 << 20;
 
+/// Symbol names and first lines kept across requests: the ranking stage reads them for each
+/// of a search's candidate files, and decoding them was a tenth of a small project's search.
+const NAMES_CACHE_BYTES: usize = 4 << 20;
+
 /// Recently read files' references.
 pub(super) type RefsCache = ContentCache<StoredRefs, REFS_CACHE_BYTES>;
 /// Recently read files' decoded symbols.
 pub(super) type SymbolsCache = ContentCache<Vec<SymbolRecord>, SYMBOLS_CACHE_BYTES>;
+/// Recently read files' symbol names.
+pub(super) type NamesCache = ContentCache<SymbolNames, NAMES_CACHE_BYTES>;
 
 /// Chunk paths kept at most (about 32 bytes each, the paths shared).
 const CHUNK_PATHS_KEPT: usize = 1 << 18;
@@ -121,16 +128,22 @@ fn symbols_size(symbols: &[SymbolRecord]) -> usize {
 }
 
 impl Store {
+    /// The content hash `key`'s file was indexed from, if indexed, read without decoding its
+    /// record's chunk ids.
+    fn content_hash(&self, rtxn: &heed::RoTxn, key: &str) -> Result<Option<u64>, heed::Error> {
+        self.files.remap_data_type::<FileHashCodec>().get(rtxn, key)
+    }
+
     /// What `path` refers to (shared: decoded once while the file is unchanged).
     pub fn refs_of(&self, path: &str) -> Result<Arc<StoredRefs>, IndexError> {
         self.read(|rtxn| {
             let key = keys::key(path);
-            let Some(record) = self.files.get(rtxn, &key)? else {
+            let Some(hash) = self.content_hash(rtxn, &key)? else {
                 return Ok(Arc::default());
             };
             Ok(self.refs_cache.get_or_read(
                 path,
-                record.hash,
+                hash,
                 || Ok(self.file_refs.get(rtxn, &key)?.unwrap_or_default()),
                 StoredRefs::heap_size,
             )?)
@@ -138,14 +151,26 @@ impl Store {
     }
 
     /// The bare names and first lines of `path`'s symbols (cheaper than [`Store::symbols_of`]:
-    /// the ranking stage reads them for every candidate file).
-    pub fn symbol_names_of(&self, path: &str) -> Result<SymbolNames, IndexError> {
+    /// the ranking stage reads them for every candidate file), shared: decoded once while
+    /// the file is unchanged.
+    pub fn symbol_names_of(&self, path: &str) -> Result<Arc<SymbolNames>, IndexError> {
         self.read(|rtxn| {
-            Ok(self
-                .file_symbols
-                .remap_data_type::<SymbolNamesCodec>()
-                .get(rtxn, &keys::key(path))?
-                .unwrap_or_default())
+            let key = keys::key(path);
+            let Some(hash) = self.content_hash(rtxn, &key)? else {
+                return Ok(Arc::default());
+            };
+            Ok(self.names_cache.get_or_read(
+                path,
+                hash,
+                || {
+                    Ok(self
+                        .file_symbols
+                        .remap_data_type::<SymbolNamesCodec>()
+                        .get(rtxn, &key)?
+                        .unwrap_or_default())
+                },
+                SymbolNames::heap_size,
+            )?)
         })
     }
 
@@ -154,12 +179,12 @@ impl Store {
     pub fn shared_symbols_of(&self, path: &str) -> Result<Arc<Vec<SymbolRecord>>, IndexError> {
         self.read(|rtxn| {
             let key = keys::key(path);
-            let Some(record) = self.files.get(rtxn, &key)? else {
+            let Some(hash) = self.content_hash(rtxn, &key)? else {
                 return Ok(Arc::default());
             };
             Ok(self.symbols_cache.get_or_read(
                 path,
-                record.hash,
+                hash,
                 || Ok(self.file_symbols.get(rtxn, &key)?.unwrap_or_default()),
                 |symbols| symbols_size(symbols),
             )?)
