@@ -65,8 +65,7 @@ fn serve(project: Option<PathBuf>) -> anyhow::Result<()> {
     // indexed before a tool call or the client's roots ask for it.
     let warm_up_now = source != project::RootSource::WorkingDir;
     let socket = amanmcp_proto::endpoint::socket_path()?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     runtime.block_on(async move {

@@ -124,11 +124,18 @@ fn preview<'a>(
         parts.push(Part::Gap(number(max_lines), number(lines.len() - 1)));
         return parts;
     }
-    let score = |line: &str| -> usize {
-        let line = line.to_lowercase();
+    // Each line lowered into one buffer (an ASCII line byte by byte, without allocating).
+    let mut lowered = String::new();
+    let mut score = |line: &str| -> usize {
+        lowered.clear();
+        if line.is_ascii() {
+            lowered.extend(line.chars().map(|c| c.to_ascii_lowercase()));
+        } else {
+            lowered.push_str(&line.to_lowercase());
+        }
         words
             .iter()
-            .filter(|w| line.contains(w.as_str()))
+            .filter(|w| lowered.contains(w.as_str()))
             .map(|w| w.len())
             .sum()
     };
