@@ -188,8 +188,18 @@ fn two_shims_on_two_projects_share_one_daemon() {
     // Each shim sees only its own project.
     let hits = result["structuredContent"]["results"].as_array().unwrap();
     assert!(hits.iter().all(|h| h["path"] == "src/lib.rs"), "{result}");
-    let reply = shim_a.call_tool("search", json!({"query": "parseRetryBudget"}));
+    // Beta's function is no word of alpha's; once alpha's one chunk has its vector, default
+    // mode offers it as the nearest (no threshold), but never a file of beta's.
+    let reply = shim_a.call_tool(
+        "search",
+        json!({"query": "parseRetryBudget", "mode": "lexical"}),
+    );
     assert_eq!(reply["result"]["structuredContent"]["total"], 0, "{reply}");
+    let reply = shim_a.call_tool("search", json!({"query": "parseRetryBudget"}));
+    let hits = reply["result"]["structuredContent"]["results"]
+        .as_array()
+        .unwrap();
+    assert!(hits.iter().all(|h| h["path"] == "auth.py"), "{reply}");
 
     let (running, status) = env.status();
     assert!(running);
