@@ -167,8 +167,9 @@ class Candidates:
         out[order] = sorted_s + share * (above + 2 * below)
         return out
 
-    def ndcg(self, s):
-        """Per query NDCG@10 over files ranked by their best chunk, the `exact` chunks first."""
+    def file_ranks(self, s):
+        """Files ranked by their best chunk's score `s`, the `exact` chunks first: each
+        ranked file's query, rank (from 0) and whether it is relevant."""
         s = s + np.where(self.exact, 1e6, 0.0)
         best = np.full(self.n_files, -np.inf)
         np.maximum.at(best, self.file, s)
@@ -176,17 +177,26 @@ class Candidates:
         queries = self.file_query[order]
         starts = np.r_[0, np.flatnonzero(queries[1:] != queries[:-1]) + 1]
         rank = np.arange(len(queries)) - np.repeat(starts, np.diff(np.r_[starts, len(queries)]))
-        hit = self.file_relevant[order] & (rank < 10)
+        return queries, rank, self.file_relevant[order]
+
+    def ndcg(self, s):
+        """Per query NDCG@10 over files ranked by their best chunk, the `exact` chunks first."""
+        queries, rank, relevant = self.file_ranks(s)
+        hit = relevant & (rank < 10)
         dcg = np.zeros(self.n_queries)
         np.add.at(dcg, queries[hit], self.discount[rank[hit]])
         return np.where(self.ideal > 0, dcg / np.maximum(self.ideal, 1e-9), 0.0)
 
-    def score(self, c):
-        s = self.base * self.factors(c) ** c["PRIOR"]
+    def stage(self, c, base=None):
+        """The ranking stage's score of each candidate from its retrieval score `base`
+        (the traced one unless given)."""
+        s = (self.base if base is None else base) * self.factors(c) ** c["PRIOR"]
         s = self.with_file_evidence(s, c["FILE_EVIDENCE"])
         coverage = np.maximum(np.nan_to_num(self.coverage, nan=1.0), c["COVERAGE_FLOOR"])
-        s *= np.where(np.isnan(self.coverage), 1.0, coverage ** c["COVERAGE_POWER"])
-        return self.ndcg(s)
+        return s * np.where(np.isnan(self.coverage), 1.0, coverage ** c["COVERAGE_POWER"])
+
+    def score(self, c):
+        return self.ndcg(self.stage(c))
 
 
 def leg_ranks(retrieval):

@@ -126,27 +126,13 @@ class Replay:
 
     def files_ranked(self, base):
         """Per query: the relevant files' ranks (from 0) by the ranking stage's order."""
-        d, c = self.data, fit_rank.constants()
-        s = d.with_file_evidence(base * d.factors(c) ** c["PRIOR"], c["FILE_EVIDENCE"])
-        coverage = np.maximum(np.nan_to_num(d.coverage, nan=1.0), c["COVERAGE_FLOOR"])
-        s *= np.where(np.isnan(d.coverage), 1.0, coverage ** c["COVERAGE_POWER"])
-        s = s + np.where(d.exact, 1e6, 0.0)
-        best = np.full(d.n_files, -np.inf)
-        np.maximum.at(best, d.file, s)
-        order = np.lexsort((-best, d.file_query))
-        queries = d.file_query[order]
-        starts = np.r_[0, np.flatnonzero(queries[1:] != queries[:-1]) + 1]
-        rank = np.arange(len(queries)) - np.repeat(starts, np.diff(np.r_[starts, len(queries)]))
-        relevant = d.file_relevant[order]
+        d = self.data
+        queries, rank, relevant = d.file_ranks(d.stage(fit_rank.constants(), base))
         return queries[relevant], rank[relevant]
 
     def ndcg(self, base):
         """Per query NDCG@10 (fit-rank's replay of the ranking stage)."""
-        self.data.base = base
-        try:
-            return self.data.score(fit_rank.constants())
-        finally:
-            self.data.base = self.traced
+        return self.data.ndcg(self.data.stage(fit_rank.constants(), base))
 
     def mrr(self, base):
         queries, rank = self.files_ranked(base)

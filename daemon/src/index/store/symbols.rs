@@ -134,60 +134,50 @@ impl Store {
         self.files.remap_data_type::<FileHashCodec>().get(rtxn, key)
     }
 
-    /// What `path` refers to (shared: decoded once while the file is unchanged).
-    pub fn refs_of(&self, path: &str) -> Result<Arc<StoredRefs>, IndexError> {
+    /// `path`'s value kept in `cache`, or read (`read`, from the file's key) when the kept one
+    /// is missing or was read from other content; empty for a file not indexed.
+    fn cached<T: Default, const BYTES: usize>(
+        &self,
+        path: &str,
+        cache: &ContentCache<T, BYTES>,
+        read: impl FnOnce(&heed::RoTxn, &str) -> Result<Option<T>, heed::Error>,
+        size: impl FnOnce(&T) -> usize,
+    ) -> Result<Arc<T>, IndexError> {
         self.read(|rtxn| {
             let key = keys::key(path);
             let Some(hash) = self.content_hash(rtxn, &key)? else {
                 return Ok(Arc::default());
             };
-            Ok(self.refs_cache.get_or_read(
+            Ok(cache.get_or_read(
                 path,
                 hash,
-                || Ok(self.file_refs.get(rtxn, &key)?.unwrap_or_default()),
-                StoredRefs::heap_size,
+                || Ok(read(rtxn, &key)?.unwrap_or_default()),
+                size,
             )?)
         })
+    }
+
+    /// What `path` refers to (shared: decoded once while the file is unchanged).
+    pub fn refs_of(&self, path: &str) -> Result<Arc<StoredRefs>, IndexError> {
+        let read = |rtxn: &heed::RoTxn, key: &str| self.file_refs.get(rtxn, key);
+        self.cached(path, &self.refs_cache, read, StoredRefs::heap_size)
     }
 
     /// The bare names and first lines of `path`'s symbols (cheaper than [`Store::symbols_of`]:
     /// the ranking stage reads them for every candidate file), shared: decoded once while
     /// the file is unchanged.
     pub fn symbol_names_of(&self, path: &str) -> Result<Arc<SymbolNames>, IndexError> {
-        self.read(|rtxn| {
-            let key = keys::key(path);
-            let Some(hash) = self.content_hash(rtxn, &key)? else {
-                return Ok(Arc::default());
-            };
-            Ok(self.names_cache.get_or_read(
-                path,
-                hash,
-                || {
-                    Ok(self
-                        .file_symbols
-                        .remap_data_type::<SymbolNamesCodec>()
-                        .get(rtxn, &key)?
-                        .unwrap_or_default())
-                },
-                SymbolNames::heap_size,
-            )?)
-        })
+        let names = self.file_symbols.remap_data_type::<SymbolNamesCodec>();
+        let read = |rtxn: &heed::RoTxn, key: &str| names.get(rtxn, key);
+        self.cached(path, &self.names_cache, read, SymbolNames::heap_size)
     }
 
     /// The symbols of `path`, shared: decoded once while the file is unchanged (the code
     /// graph reads every file a walk passes through).
     pub fn shared_symbols_of(&self, path: &str) -> Result<Arc<Vec<SymbolRecord>>, IndexError> {
-        self.read(|rtxn| {
-            let key = keys::key(path);
-            let Some(hash) = self.content_hash(rtxn, &key)? else {
-                return Ok(Arc::default());
-            };
-            Ok(self.symbols_cache.get_or_read(
-                path,
-                hash,
-                || Ok(self.file_symbols.get(rtxn, &key)?.unwrap_or_default()),
-                |symbols| symbols_size(symbols),
-            )?)
+        let read = |rtxn: &heed::RoTxn, key: &str| self.file_symbols.get(rtxn, key);
+        self.cached(path, &self.symbols_cache, read, |symbols| {
+            symbols_size(symbols)
         })
     }
 
