@@ -63,12 +63,10 @@ def is_target(path, target):
     return path == target or path.endswith("/" + target) or target.endswith("/" + path)
 
 
-def load(trace_path, dump_path, mode):
-    """The benchmark's queries (from its dump) with the ranking each had in `mode`."""
-    dump = [json.loads(line) for line in open(dump_path)]
-    rankings = []
-    exact = None
-    legs = None
+def rankings(trace_path, mode):
+    """The rankings a trace holds for `mode`, each with its `exact` chunks and the two legs
+    fusion got (`legs`; None where there was one leg)."""
+    out, exact, legs = [], None, None
     for line in open(trace_path):
         record = json.loads(line)
         if "legs" in record:
@@ -76,13 +74,19 @@ def load(trace_path, dump_path, mode):
         elif "exact" in record:
             exact, record["legs"], legs = record, legs, None
         elif exact is not None and exact["mode"] == mode:
-            record["exact"] = set(exact["exact"])
-            record["legs"] = exact["legs"]
-            rankings.append(record)
-    if len(rankings) != len(dump):
-        raise SystemExit(f"{len(rankings)} {mode} rankings traced for {len(dump)} queries: "
+            record["exact"], record["legs"] = set(exact["exact"]), exact["legs"]
+            out.append(record)
+    return out
+
+
+def load(trace_path, dump_path, mode):
+    """The benchmark's queries (from its dump) with the ranking each had in `mode`."""
+    dump = [json.loads(line) for line in open(dump_path)]
+    traced = rankings(trace_path, mode)
+    if len(traced) != len(dump):
+        raise SystemExit(f"{len(traced)} {mode} rankings traced for {len(dump)} queries: "
                          "trace one `semble` run into an empty file")
-    for ranking, query in zip(rankings, dump):
+    for ranking, query in zip(traced, dump):
         if ranking["query"] != query["query"].strip():
             raise SystemExit(f"trace and dump disagree at {query['query']!r}")
         query["ranking"] = ranking

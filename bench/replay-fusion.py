@@ -37,17 +37,7 @@ spec.loader.exec_module(fit_rank)
 
 def hybrid_records(trace_path):
     """The hybrid rankings of a trace, each with its legs and its `exact` chunks."""
-    out, legs, exact = [], None, None
-    for line in open(trace_path):
-        record = json.loads(line)
-        if "legs" in record:
-            legs = record["legs"]
-        elif "exact" in record:
-            exact, record["legs"], legs = record, legs, None
-        elif exact is not None and exact["mode"] == "hybrid":
-            record["exact"], record["legs"] = set(exact["exact"]), exact["legs"]
-            out.append(record)
-    return out
+    return fit_rank.rankings(trace_path, "hybrid")
 
 
 def cosqa_queries(trace_path, dump_path):
