@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Replay hybrid fusion from a rank trace, on semble, CoSQA and SWE-bench together
-(bench/README.md, "Replaying fusion").
+(bench/README.md, "Replaying fusion on three sets at once").
 
 With AMANMCP_RANK_TRACE set, the daemon writes each hybrid search's two legs as fusion got
 them (BM25's chunk ids and scores, the vectors' ids and similarities, the weights) before the
@@ -35,14 +35,9 @@ fit_rank = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(fit_rank)
 
 
-def hybrid_records(trace_path):
-    """The hybrid rankings of a trace, each with its legs and its `exact` chunks."""
-    return fit_rank.rankings(trace_path, "hybrid")
-
-
 def cosqa_queries(trace_path, dump_path):
     dump = [json.loads(line) for line in open(dump_path)]
-    records = hybrid_records(trace_path)
+    records = fit_rank.rankings(trace_path, "hybrid")
     assert len(records) == len(dump), "trace one `cosqa` run into an empty file"
     return [dict(repo="cosqa", query=q["query"], targets=[q["want"]], ranking=r)
             for q, r in zip(dump, records)]
@@ -51,7 +46,7 @@ def cosqa_queries(trace_path, dump_path):
 def swe_queries(trace_path, dump_path):
     dump = [json.loads(line) for line in open(dump_path)]
     hybrid = [q for q in dump if q["mode"] == "hybrid"]
-    records = hybrid_records(trace_path)
+    records = fit_rank.rankings(trace_path, "hybrid")
     assert len(records) == len(hybrid), "trace one `localize` run into an empty file"
     return [dict(repo=q["id"].split("__")[0], form=q["form"], targets=q["gold"], ranking=r)
             for q, r in zip(hybrid, records)]
@@ -63,6 +58,7 @@ class Replay:
     def __init__(self, queries):
         self.queries = queries
         self.data = fit_rank.Candidates(queries)
+        self.built = fit_rank.constants()
         lexical, vector = [], []
         for q in queries:
             legs = q["ranking"]["legs"]
@@ -117,12 +113,12 @@ class Replay:
     def files_ranked(self, base):
         """Per query: the relevant files' ranks (from 0) by the ranking stage's order."""
         d = self.data
-        queries, rank, relevant = d.file_ranks(d.stage(fit_rank.constants(), base))
+        queries, rank, relevant = d.file_ranks(d.stage(self.built, base))
         return queries[relevant], rank[relevant]
 
     def ndcg(self, base):
         """Per query NDCG@10 (fit-rank's replay of the ranking stage)."""
-        return self.data.ndcg(self.data.stage(fit_rank.constants(), base))
+        return self.data.ndcg(self.data.stage(self.built, base))
 
     def mrr(self, base):
         queries, rank = self.files_ranked(base)
