@@ -25,6 +25,8 @@ pub struct StoredRefs {
     pub imports: Vec<Import>,
     /// Names declared with a type, in source order.
     pub bindings: Vec<Binding>,
+    /// (hash of the name, index of the binding), sorted.
+    bindings_by_name: Box<[(u32, u32)]>,
 }
 
 /// One reference of [`StoredRefs`], borrowed.
@@ -99,12 +101,19 @@ impl StoredRefs {
     ) -> StoredRefs {
         let mut by_name = places.by_name;
         by_name.sort_unstable();
+        let mut bindings_by_name: Vec<(u32, u32)> = bindings
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (name_hash(&b.name), i as u32))
+            .collect();
+        bindings_by_name.sort_unstable();
         StoredRefs {
             records: records.into(),
             by_name: by_name.into(),
             inherits: places.inherits.into(),
             imports,
             bindings,
+            bindings_by_name: bindings_by_name.into(),
         }
     }
 
@@ -145,6 +154,28 @@ impl StoredRefs {
             .collect()
     }
 
+    /// The bindings of any of `names`, in source order: [`StoredRefs::bindings`] filtered
+    /// through an index (a receiver's type is looked up for each of a file's mentions).
+    pub fn bindings_named(&self, names: &[&str]) -> Vec<&Binding> {
+        let mut at: Vec<u32> = Vec::new();
+        for name in names {
+            let hash = name_hash(name);
+            let first = self.bindings_by_name.partition_point(|(h, _)| *h < hash);
+            at.extend(
+                self.bindings_by_name[first..]
+                    .iter()
+                    .take_while(|(h, _)| *h == hash)
+                    .map(|(_, i)| *i),
+            );
+        }
+        at.sort_unstable();
+        at.dedup();
+        at.into_iter()
+            .map(|i| &self.bindings[i as usize])
+            .filter(|b| names.contains(&b.name.as_str()))
+            .collect()
+    }
+
     /// The inheritance references (a class's bases), in source order.
     pub fn inherits(&self) -> impl Iterator<Item = RefView<'_>> + '_ {
         self.inherits.iter().filter_map(|offset| self.at(*offset))
@@ -166,6 +197,7 @@ impl StoredRefs {
         self.records.len()
             + self.by_name.len() * 8
             + self.inherits.len() * 4
+            + self.bindings_by_name.len() * 8
             + self
                 .imports
                 .iter()
@@ -222,5 +254,25 @@ mod tests {
         let bases: Vec<&str> = stored.inherits().map(|r| r.name).collect();
         assert_eq!(bases, ["Base", "Mixin"]);
         assert!(StoredRefs::default().named(&["g"]).is_empty());
+    }
+
+    #[test]
+    fn bindings_are_found_by_name_in_source_order() {
+        let refs = crate::chunk::syntax::chunk_file(
+            "python",
+            "def f(x: int, y: Foo):\n    z: Bar = y\n    y = Baz()\n    x = z\n",
+        )
+        .refs;
+        let stored = StoredRefs::from(&refs);
+        assert!(stored.bindings.len() >= 4, "{:?}", stored.bindings);
+        for names in [&["y"][..], &["x", "z"], &["y", "x", "z"], &["absent"], &[]] {
+            let want: Vec<&Binding> = stored
+                .bindings
+                .iter()
+                .filter(|b| names.contains(&b.name.as_str()))
+                .collect();
+            assert_eq!(stored.bindings_named(names), want, "{names:?}");
+        }
+        assert_eq!(stored.bindings_named(&["y"]).len(), 2);
     }
 }

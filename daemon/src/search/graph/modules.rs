@@ -66,36 +66,97 @@ fn names_file(module: &str, path: &str) -> bool {
 /// names, in `language`. `None`: the module is outside the project (a package, the
 /// standard library), as far as its spelling says.
 pub fn imports_from(language: &str, importer: &str, module: &str, def_path: &str) -> Option<bool> {
+    ImportTarget::new(language, importer, module).holds(def_path)
+}
+
+/// What one import names, worked out once and asked of many definitions' files (a name
+/// defined in a hundred files is matched against each import that could bind it).
+pub struct ImportTarget<'a> {
+    language: &'a str,
+    importer: &'a str,
+    module: &'a str,
+    spelled: Spelled,
+}
+
+/// A Python or JS/TS import's target as a path, or why there is none.
+enum Spelled {
+    /// A module named from the root or a package (`a/b`: [`names_file`]).
+    Named(String),
+    /// A relative path's file or package (`a/b`: [`exact_or_under`]).
+    At(String),
+    /// Outside the project (a package, climbing above the root).
+    Outside,
+    /// Worked out per definition (Rust, Go, other languages).
+    Other,
+}
+
+impl<'a> ImportTarget<'a> {
+    pub fn new(language: &'a str, importer: &'a str, module: &'a str) -> ImportTarget<'a> {
+        let spelled = match language {
+            "python" => {
+                let dots = module.chars().take_while(|c| *c == '.').count();
+                let rest = module[dots..].replace('.', "/");
+                if dots == 0 {
+                    Spelled::Named(rest)
+                } else {
+                    let mut base = dir_of(importer);
+                    for _ in 1..dots {
+                        base = dir_of(base);
+                    }
+                    let target = [base, rest.as_str()]
+                        .iter()
+                        .filter(|p| !p.is_empty())
+                        .copied()
+                        .collect::<Vec<_>>()
+                        .join("/");
+                    Spelled::At(target)
+                }
+            }
+            "javascript" | "typescript" | "tsx" => {
+                if module.starts_with('.') || module.starts_with('/') {
+                    match normalize(&format!("{}/{module}", dir_of(importer))) {
+                        Some(target) => Spelled::At(stem_path(&target).to_string()),
+                        None => Spelled::Outside,
+                    }
+                } else {
+                    match ["@/", "~/"].iter().find_map(|p| module.strip_prefix(p)) {
+                        Some(rest) => Spelled::Named(stem_path(rest).to_string()),
+                        None => Spelled::Outside,
+                    }
+                }
+            }
+            _ => Spelled::Other,
+        };
+        ImportTarget {
+            language,
+            importer,
+            module,
+            spelled,
+        }
+    }
+
+    /// Whether the file `def_path` is (or is inside) what the import names; `None`: the
+    /// module is outside the project, as far as its spelling says.
+    pub fn holds(&self, def_path: &str) -> Option<bool> {
+        match &self.spelled {
+            Spelled::Named(module) => Some(names_file(module, def_path)),
+            Spelled::At(target) => Some(exact_or_under(target, def_path)),
+            Spelled::Outside => None,
+            Spelled::Other => {
+                spelled_per_definition(self.language, self.importer, self.module, def_path)
+            }
+        }
+    }
+}
+
+/// [`imports_from`] for the languages whose rule reads the definition's path as a whole.
+fn spelled_per_definition(
+    language: &str,
+    importer: &str,
+    module: &str,
+    def_path: &str,
+) -> Option<bool> {
     match language {
-        "python" => {
-            let dots = module.chars().take_while(|c| *c == '.').count();
-            let rest = module[dots..].replace('.', "/");
-            if dots == 0 {
-                return Some(names_file(&rest, def_path));
-            }
-            let mut base = dir_of(importer).to_string();
-            for _ in 1..dots {
-                base = dir_of(&base).to_string();
-            }
-            let target = [base.as_str(), rest.as_str()]
-                .iter()
-                .filter(|p| !p.is_empty())
-                .copied()
-                .collect::<Vec<_>>()
-                .join("/");
-            Some(exact_or_under(&target, def_path))
-        }
-        "javascript" | "typescript" | "tsx" => {
-            let relative = module.starts_with('.') || module.starts_with('/');
-            let aliased = ["@/", "~/"].iter().find_map(|p| module.strip_prefix(p));
-            if relative {
-                let joined = format!("{}/{module}", dir_of(importer));
-                let target = normalize(&joined)?;
-                Some(exact_or_under(stem_path(&target), def_path))
-            } else {
-                aliased.map(|rest| names_file(stem_path(rest), def_path))
-            }
-        }
         "rust" => {
             let segments: Vec<&str> = module.split("::").filter(|s| !s.is_empty()).collect();
             let (first, rest) = segments.split_first()?;
@@ -190,7 +251,11 @@ pub fn module_files(language: &str, importer: &str, module: &str) -> Vec<String>
 /// `target` is the file (any extension), its `__init__`/`index`, or a directory above it.
 fn exact_or_under(target: &str, def_path: &str) -> bool {
     let stem = stem_path(def_path);
-    stem == target || target.is_empty() || def_path.starts_with(&format!("{target}/"))
+    stem == target
+        || target.is_empty()
+        || def_path
+            .strip_prefix(target)
+            .is_some_and(|rest| rest.starts_with('/'))
 }
 
 /// A Rust file's module path within its crate: `src/a/b.rs` and `src/a/b/mod.rs` -> `a, b`;

@@ -44,12 +44,15 @@ impl Resolver<'_> {
         let field = receiver.starts_with("self.") || receiver.starts_with("this.");
         let scope = if field {
             self.enclosing_class(path, line)?
+                .map(|s| (s.start_line, s.end_line))
         } else {
-            self.enclosing(path, line)?
-                .filter(|s| !CLASS_LIKE.contains(&s.kind.as_str()))
+            self.enclosing_with(path, line, |s| {
+                (!CLASS_LIKE.contains(&s.kind.as_str())).then_some((s.start_line, s.end_line))
+            })?
+            .flatten()
         };
-        let within = |l: u32| match &scope {
-            Some(s) => s.start_line <= l && l <= s.end_line,
+        let within = |l: u32| match scope {
+            Some((start, end)) => start <= l && l <= end,
             None => true,
         };
         let mut best: Option<&crate::chunk::syntax::refs::Binding> = None;
@@ -58,11 +61,14 @@ impl Resolver<'_> {
         // it has that one, as a type checker reads it.
         let mut field_types: Vec<String> = Vec::new();
         let mut declared_types: Vec<String> = Vec::new();
-        for b in refs.bindings.iter() {
+        let names: &[&str] = match bare_field {
+            Some(bare) => &[receiver, bare],
+            None => &[receiver],
+        };
+        for b in refs.bindings_named(names) {
             let class_body = bare_field.is_some_and(|f| f == b.name)
-                && self
-                    .enclosing(path, b.line)?
-                    .is_some_and(|s| CLASS_LIKE.contains(&s.kind.as_str()));
+                && self.enclosing_with(path, b.line, |s| CLASS_LIKE.contains(&s.kind.as_str()))?
+                    == Some(true);
             if b.name != receiver && !class_body {
                 continue;
             }
@@ -70,7 +76,8 @@ impl Resolver<'_> {
             let usable = if field {
                 within(b.line)
             } else {
-                b.line <= line && (within(b.line) || self.enclosing(path, b.line)?.is_none())
+                b.line <= line
+                    && (within(b.line) || self.enclosing_with(path, b.line, |_| ())?.is_none())
             };
             if usable && field {
                 if let Some(ty) = b.type_name.strip_prefix(DECLARED) {
@@ -282,15 +289,7 @@ impl Resolver<'_> {
         // A capitalised name is a type; an imported one names something definite (a
         // namespace or object: `import { util } from ...; util.f()`).
         if capitalised(last) || imported.is_some() {
-            let mut members = Vec::new();
-            for def in methods.iter() {
-                if self
-                    .owner(def)?
-                    .is_some_and(|owner| owner.name == class_name)
-                {
-                    members.push(def.clone());
-                }
-            }
+            let mut members = self.owned_by(methods, std::slice::from_ref(&class_name))?;
             // Several types of the name, named bare: the one the file defines or imports.
             if members.len() > 1 && named == last && language == "rust" {
                 let mut seen = self.types_in_scope(path, &class_name, members.clone())?;

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use super::modules::{dir_of, imports_from, module_files};
+use super::modules::{ImportTarget, dir_of, module_files};
 use super::rust;
 use crate::chunk::syntax::refs::{Import, RefKind, Reference};
 use crate::error::IndexError;
@@ -261,12 +261,23 @@ impl<'v> Resolver<'v> {
 
     /// The innermost symbol around `line` in `path`.
     pub fn enclosing(&self, path: &str, line: u32) -> Result<Option<SymbolRecord>, IndexError> {
+        self.enclosing_with(path, line, SymbolRecord::clone)
+    }
+
+    /// `f` of the innermost symbol around `line` in `path` (read in place: the walk asks
+    /// this of every mention).
+    pub fn enclosing_with<T>(
+        &self,
+        path: &str,
+        line: u32,
+        f: impl FnOnce(&SymbolRecord) -> T,
+    ) -> Result<Option<T>, IndexError> {
         let symbols = self.symbols(path)?;
         Ok(symbols
             .iter()
             .filter(|s| s.start_line <= line && line <= s.end_line && s.kind != "impl")
             .min_by_key(|s| (s.end_line - s.start_line, std::cmp::Reverse(s.start_line)))
-            .cloned())
+            .map(f))
     }
 
     /// The innermost class-like symbol around `line` in `path`.
@@ -473,10 +484,9 @@ impl<'v> Resolver<'v> {
             std::collections::VecDeque::from([(path.to_string(), module.to_string(), 0)]);
         let mut seen = std::collections::HashSet::new();
         while let Some((from, module, hops)) = queue.pop_front() {
+            let target = ImportTarget::new(language, &from, &module);
             for def in candidates {
-                if imports_from(language, &from, &module, &def.path) == Some(true)
-                    && !matched.contains(def)
-                {
+                if target.holds(&def.path) == Some(true) && !matched.contains(def) {
                     matched.push((*def).clone());
                 }
             }

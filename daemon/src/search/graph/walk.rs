@@ -293,10 +293,10 @@ impl<'v> Walk<'v> {
         {
             return Ok(Def::new(path, class));
         }
-        Ok(match self.resolver.enclosing(path, r.line)? {
-            Some(symbol) => Def::new(path, &symbol),
-            None => file_def(path, r.line),
-        })
+        Ok(self
+            .resolver
+            .enclosing_with(path, r.line, |symbol| Def::new(path, symbol))?
+            .unwrap_or_else(|| file_def(path, r.line)))
     }
 
     /// Calls made inside `def`, one level.
