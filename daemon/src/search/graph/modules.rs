@@ -34,7 +34,9 @@ fn normalize(path: &str) -> Option<String> {
 /// `path` without extension (and without a trailing `__init__`, `index`, `mod`) ends with
 /// it at a segment boundary, or lies under a directory that does.
 fn names_file(module: &str, path: &str) -> bool {
-    if module.is_empty() {
+    // Every form below ends with the module, so the path holds it: most of a name's
+    // definitions are told apart by this one search.
+    if module.is_empty() || !path.contains(module) {
         return false;
     }
     let stem = stem_path(path);
@@ -250,12 +252,10 @@ pub fn module_files(language: &str, importer: &str, module: &str) -> Vec<String>
 
 /// `target` is the file (any extension), its `__init__`/`index`, or a directory above it.
 fn exact_or_under(target: &str, def_path: &str) -> bool {
-    let stem = stem_path(def_path);
-    stem == target
-        || target.is_empty()
+    target.is_empty()
         || def_path
             .strip_prefix(target)
-            .is_some_and(|rest| rest.starts_with('/'))
+            .is_some_and(|rest| rest.starts_with('/') || stem_path(def_path).len() == target.len())
 }
 
 /// A Rust file's module path within its crate: `src/a/b.rs` and `src/a/b/mod.rs` -> `a, b`;
