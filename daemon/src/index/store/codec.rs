@@ -306,13 +306,19 @@ pub(super) fn symbols_named_in(
     let n = r.u32()? as usize;
     let mut out = Vec::new();
     for _ in 0..n {
-        let name = r.str_ref()?;
-        let matches = if name.is_ascii() && lowercase.is_ascii() {
-            name.eq_ignore_ascii_case(lowercase)
+        // Most names differ: compared as bytes, checked as UTF-8 only when kept.
+        let len = r.u32()? as usize;
+        let raw = r.take(len)?;
+        let matches = if raw.is_ascii() && lowercase.is_ascii() {
+            raw.eq_ignore_ascii_case(lowercase.as_bytes())
         } else {
-            name.to_lowercase() == lowercase
+            std::str::from_utf8(raw)
+                .map_err(|_| Corrupt)?
+                .to_lowercase()
+                == lowercase
         };
         if matches {
+            let name = std::str::from_utf8(raw).map_err(|_| Corrupt)?;
             out.push(r.symbol_after(name.to_string())?);
         } else {
             r.skip_symbol_after()?;
