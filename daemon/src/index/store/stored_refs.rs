@@ -58,6 +58,25 @@ fn name_hash(name: &str) -> u32 {
     FxBuildHasher.hash_one(name.as_bytes()) as u32
 }
 
+/// The values that a sorted (name hash, value) list holds for any of `names`' hashes, in
+/// ascending order, each once (a hash may be shared: the caller compares the names).
+fn hashed(index: &[(u32, u32)], names: &[&str]) -> impl Iterator<Item = u32> + use<> {
+    let mut values: Vec<u32> = Vec::new();
+    for name in names {
+        let hash = name_hash(name);
+        let first = index.partition_point(|(h, _)| *h < hash);
+        values.extend(
+            index[first..]
+                .iter()
+                .take_while(|(h, _)| *h == hash)
+                .map(|(_, value)| *value),
+        );
+    }
+    values.sort_unstable();
+    values.dedup();
+    values.into_iter()
+}
+
 /// Where each reference record starts, by its name's hash and, for bases, by kind: made as
 /// the records are read or written, so they are never walked a second time for it.
 #[derive(Default)]
@@ -134,21 +153,7 @@ impl StoredRefs {
     /// but only the records of those names are read (a wide `impact` looks for hundreds of
     /// names in the same large files).
     pub fn named(&self, names: &[&str]) -> Vec<RefView<'_>> {
-        let mut offsets: Vec<u32> = Vec::new();
-        for name in names {
-            let hash = name_hash(name);
-            let first = self.by_name.partition_point(|(h, _)| *h < hash);
-            offsets.extend(
-                self.by_name[first..]
-                    .iter()
-                    .take_while(|(h, _)| *h == hash)
-                    .map(|(_, offset)| *offset),
-            );
-        }
-        offsets.sort_unstable();
-        offsets.dedup();
-        offsets
-            .into_iter()
+        hashed(&self.by_name, names)
             .filter_map(|offset| self.at(offset))
             .filter(|r| names.contains(&r.name))
             .collect()
@@ -157,20 +162,7 @@ impl StoredRefs {
     /// The bindings of any of `names`, in source order: [`StoredRefs::bindings`] filtered
     /// through an index (a receiver's type is looked up for each of a file's mentions).
     pub fn bindings_named(&self, names: &[&str]) -> Vec<&Binding> {
-        let mut at: Vec<u32> = Vec::new();
-        for name in names {
-            let hash = name_hash(name);
-            let first = self.bindings_by_name.partition_point(|(h, _)| *h < hash);
-            at.extend(
-                self.bindings_by_name[first..]
-                    .iter()
-                    .take_while(|(h, _)| *h == hash)
-                    .map(|(_, i)| *i),
-            );
-        }
-        at.sort_unstable();
-        at.dedup();
-        at.into_iter()
+        hashed(&self.bindings_by_name, names)
             .map(|i| &self.bindings[i as usize])
             .filter(|b| names.contains(&b.name.as_str()))
             .collect()
