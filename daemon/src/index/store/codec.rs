@@ -76,8 +76,12 @@ impl<'a> Reader<'a> {
         self.str_ref().map(str::to_string)
     }
     fn skip_str(&mut self) -> Result<(), Corrupt> {
-        let n = self.u32()? as usize;
-        self.take(n).map(|_| ())
+        self.bytes_ref().map(|_| ())
+    }
+    /// A string's bytes, borrowed from the record, not checked as UTF-8.
+    fn bytes_ref(&mut self) -> Result<&'a [u8], Corrupt> {
+        let len = self.u32()? as usize;
+        self.take(len)
     }
     fn skip_opt_str(&mut self) -> Result<(), Corrupt> {
         match self.u8()? {
@@ -106,8 +110,7 @@ impl<'a> Reader<'a> {
     }
     /// A string, borrowed from the record.
     fn str_ref(&mut self) -> Result<&'a str, Corrupt> {
-        let len = self.u32()? as usize;
-        std::str::from_utf8(self.take(len)?).map_err(|_| Corrupt)
+        std::str::from_utf8(self.bytes_ref()?).map_err(|_| Corrupt)
     }
     /// The fields of a symbol record after its name.
     fn symbol_after(&mut self, name: String) -> Result<SymbolRecord, Corrupt> {
@@ -307,8 +310,7 @@ pub(super) fn symbols_named_in(
     let mut out = Vec::new();
     for _ in 0..n {
         // Most names differ: compared as bytes, checked as UTF-8 only when kept.
-        let len = r.u32()? as usize;
-        let raw = r.take(len)?;
+        let raw = r.bytes_ref()?;
         let matches = if raw.is_ascii() && lowercase.is_ascii() {
             raw.eq_ignore_ascii_case(lowercase.as_bytes())
         } else {

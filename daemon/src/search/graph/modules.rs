@@ -64,6 +64,31 @@ fn names_file(module: &str, path: &str) -> bool {
     false
 }
 
+/// A Python import's module as a path (`a.b` -> `a/b`) and, for a relative one (`..a`), the
+/// package directory it starts from.
+fn python_path<'i>(importer: &'i str, module: &str) -> (Option<&'i str>, String) {
+    let dots = module.chars().take_while(|c| *c == '.').count();
+    let rest = module[dots..].replace('.', "/");
+    if dots == 0 {
+        return (None, rest);
+    }
+    let mut package = dir_of(importer);
+    for _ in 1..dots {
+        package = dir_of(package);
+    }
+    (Some(package), rest)
+}
+
+/// `base/rest`, leaving out an empty part.
+fn join(base: &str, rest: &str) -> String {
+    [base, rest]
+        .iter()
+        .filter(|p| !p.is_empty())
+        .copied()
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
 /// Whether the file `def_path` is (or is inside) what `importer`'s import of `module`
 /// names, in `language`. `None`: the module is outside the project (a package, the
 /// standard library), as far as its spelling says.
@@ -95,25 +120,10 @@ enum Spelled {
 impl<'a> ImportTarget<'a> {
     pub fn new(language: &'a str, importer: &'a str, module: &'a str) -> ImportTarget<'a> {
         let spelled = match language {
-            "python" => {
-                let dots = module.chars().take_while(|c| *c == '.').count();
-                let rest = module[dots..].replace('.', "/");
-                if dots == 0 {
-                    Spelled::Named(rest)
-                } else {
-                    let mut base = dir_of(importer);
-                    for _ in 1..dots {
-                        base = dir_of(base);
-                    }
-                    let target = [base, rest.as_str()]
-                        .iter()
-                        .filter(|p| !p.is_empty())
-                        .copied()
-                        .collect::<Vec<_>>()
-                        .join("/");
-                    Spelled::At(target)
-                }
-            }
+            "python" => match python_path(importer, module) {
+                (None, rest) => Spelled::Named(rest),
+                (Some(package), rest) => Spelled::At(join(package, &rest)),
+            },
             "javascript" | "typescript" | "tsx" => {
                 if module.starts_with('.') || module.starts_with('/') {
                     match normalize(&format!("{}/{module}", dir_of(importer))) {
@@ -205,28 +215,13 @@ fn spelled_per_definition(
 /// The project files an import of `module` from `importer` may name (to follow what they
 /// re-export), most likely first.
 pub fn module_files(language: &str, importer: &str, module: &str) -> Vec<String> {
-    let join = |base: &str, rest: &str| {
-        [base, rest]
-            .iter()
-            .filter(|p| !p.is_empty())
-            .copied()
-            .collect::<Vec<_>>()
-            .join("/")
-    };
     match language {
         "python" => {
-            let dots = module.chars().take_while(|c| *c == '.').count();
-            let rest = module[dots..].replace('.', "/");
-            let mut bases = Vec::new();
-            if dots == 0 {
-                bases.extend([String::new(), "src".into(), "lib".into()]);
-            } else {
-                let mut base = dir_of(importer).to_string();
-                for _ in 1..dots {
-                    base = dir_of(&base).to_string();
-                }
-                bases.push(base);
-            }
+            let (package, rest) = python_path(importer, module);
+            let bases = match package {
+                None => vec!["", "src", "lib"],
+                Some(package) => vec![package],
+            };
             bases
                 .iter()
                 .map(|b| join(b, &rest))
