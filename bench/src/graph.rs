@@ -391,6 +391,7 @@ async fn latency(dir: &std::path::Path) -> anyhow::Result<()> {
     }
     // A 300-line diff: one changed line at the top of each of 300 functions' bodies.
     let mut changed = 0;
+    let mut edited_files = Vec::new();
     'files: for file in crate::world::source_files(&root) {
         if file.extension().is_none_or(|e| e != "py") {
             continue;
@@ -412,49 +413,51 @@ async fn latency(dir: &std::path::Path) -> anyhow::Result<()> {
         }
         if edited {
             std::fs::write(&file, out.join("\n") + "\n")?;
+            edited_files.push(file.clone());
         }
         if changed >= 300 {
             break 'files;
         }
     }
-    // Let the watcher take the edits in: until the pass count holds still for a second.
-    let mut last = u64::MAX;
-    for _ in 0..120 {
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        let status = crate::world::project_status(&mut client, &root_str).await?;
-        if status.passes == last && status.state == pb::IndexState::Ready as i32 {
-            break;
-        }
-        last = status.passes;
-    }
-    // Timed on a quiet daemon, as above: the edited functions' vectors in.
-    crate::world::wait_for_vectors(&mut client, &root_str, Duration::from_secs(3600)).await?;
+    settle(&mut client, &root_str).await?;
     let mut git_diff = Vec::new();
     for _ in 0..5 {
         let t = Instant::now();
         amanmcpd::search::graph::diff::git_diff(&root, &["HEAD".to_string()]).output()?;
         git_diff.push(t.elapsed().as_secs_f64() * 1e3);
     }
+    let impact_request = pb::GraphRequest {
+        root: root_str.clone(),
+        kind: "impact".into(),
+        depth: 2,
+        limit: Some(TOOL_PAGE),
+        ..Default::default()
+    };
     let mut impact = Vec::new();
     let mut reached = 0;
     let mut total_links = 0;
     let mut complete = true;
     for _ in 0..20 {
         let t = Instant::now();
-        let reply = client
-            .graph(pb::GraphRequest {
-                root: root_str.clone(),
-                kind: "impact".into(),
-                depth: 2,
-                limit: Some(TOOL_PAGE),
-                ..Default::default()
-            })
-            .await?
-            .into_inner();
+        let reply = client.graph(impact_request.clone()).await?.into_inner();
         impact.push(t.elapsed().as_secs_f64() * 1e3);
         reached = reply.impacted.len();
         total_links = reply.total_links;
         complete = reply.complete;
+    }
+    // As an agent works: save one more line in a file of the change, then ask again.
+    let mut after_edit = Vec::new();
+    for (k, file) in edited_files.iter().take(5).enumerate() {
+        let text = std::fs::read_to_string(file)?;
+        let Some(at) = text.find("\n    _touched = ") else {
+            continue;
+        };
+        let edited = format!("{}\n    _touched_again = {k}{}", &text[..at], &text[at..]);
+        std::fs::write(file, edited)?;
+        settle(&mut client, &root_str).await?;
+        let t = Instant::now();
+        client.graph(impact_request.clone()).await?;
+        after_edit.push(t.elapsed().as_secs_f64() * 1e3);
     }
     for (kind, samples) in timed {
         println!("{kind:<8} {} ", summary(samples));
@@ -465,7 +468,30 @@ async fn latency(dir: &std::path::Path) -> anyhow::Result<()> {
         if complete { "" } else { ", marked incomplete" },
         summary(impact)
     );
+    println!(
+        "  after one more line saved in a file of the change: {}",
+        summary(after_edit)
+    );
     println!("  of which `git diff` alone: {}", summary(git_diff));
     drop(daemon);
+    Ok(())
+}
+
+/// Let the watcher take edits in (until the pass count holds still for a second), then
+/// the edited functions' vectors: timings are taken on a quiet daemon.
+async fn settle(
+    client: &mut amanmcp_proto::DaemonClient<tonic::transport::Channel>,
+    root: &str,
+) -> anyhow::Result<()> {
+    let mut last = u64::MAX;
+    for _ in 0..120 {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let status = crate::world::project_status(client, root).await?;
+        if status.passes == last && status.state == pb::IndexState::Ready as i32 {
+            break;
+        }
+        last = status.passes;
+    }
+    crate::world::wait_for_vectors(client, root, Duration::from_secs(3600)).await?;
     Ok(())
 }

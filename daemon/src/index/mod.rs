@@ -1,9 +1,10 @@
 //! One project's storage and what fills it: LMDB metadata and vectors ([`store`], record
 //! encodings in `store::codec`), the tantivy BM25 index ([`lexical`], [`tokenizer`]), the single
 //! writer thread ([`writer`]), the indexing pass ([`pipeline`]), live counters
-//! ([`progress`]), the consistency check ([`verify`]) and the check that an index is safe to
-//! open at all ([`health`]).
+//! ([`progress`]), the files each commit changed ([`changes`]), the consistency check
+//! ([`verify`]) and the check that an index is safe to open at all ([`health`]).
 
+pub mod changes;
 pub mod health;
 pub mod lexical;
 pub mod pipeline;
@@ -34,6 +35,8 @@ pub struct ProjectIndex {
     pub embed_wake: Wake,
     /// The embedding worker's rate and errors.
     pub embed_progress: EmbedProgress,
+    /// The files each commit changed, for what is kept above the index.
+    pub changes: changes::Changes,
 }
 
 impl ProjectIndex {
@@ -86,6 +89,7 @@ pub fn open_index(dir: &Path, root: &Path) -> Result<ProjectIndex, IndexError> {
         progress: Progress::default(),
         embed_wake: Wake::default(),
         embed_progress: EmbedProgress::default(),
+        changes: changes::Changes::default(),
     })
 }
 

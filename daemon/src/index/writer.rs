@@ -513,6 +513,14 @@ impl Writer {
         crate::crash::injected_write_failure()
             .map_err(|e| IndexError::io(self.index.lexical.dir(), e))?;
         let index = self.index.clone();
+        // The files whose symbols and references change, noted around the commit (a
+        // failed one too: it may have written one half).
+        let _noted = index
+            .changes
+            .around(self.staged.iter().filter_map(|staged| match staged {
+                Staged::Put(path, ..) | Staged::Remove(path) => Some(path.clone()),
+                _ => None,
+            }));
         let store = &index.store;
         let started = Instant::now();
         let n_staged = self.staged.len();

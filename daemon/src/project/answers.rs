@@ -57,6 +57,7 @@ impl Project {
             root: &self.root,
             index: &self.index,
             config: &self.search,
+            graph_memo: &self.graph_memo,
         }
     }
 

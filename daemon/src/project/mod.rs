@@ -41,6 +41,8 @@ pub struct Project {
     retry_pending: AtomicBool,
     last_used_ms: AtomicU64,
     search: SearchConfig,
+    /// The code graph's resolved mentions, kept across requests.
+    graph_memo: crate::search::graph::memo::Memo,
     embed_stop: Arc<AtomicBool>,
     embed_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// Damage a read ran into while loaded: the registry reopens it, rebuilding the index.
@@ -183,6 +185,7 @@ impl Project {
             retry_pending: AtomicBool::new(false),
             last_used_ms: AtomicU64::new(now_ms()),
             search,
+            graph_memo: Default::default(),
             embed_stop,
             embed_thread: Mutex::new(embed_thread),
             damage: Mutex::new(None),

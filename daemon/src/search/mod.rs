@@ -157,6 +157,8 @@ pub struct Searcher<'a> {
     pub index: &'a ProjectIndex,
     /// The embedder and fusion settings.
     pub config: &'a SearchConfig,
+    /// The code graph's mentions kept across requests.
+    pub graph_memo: &'a graph::memo::Memo,
 }
 
 impl Searcher<'_> {

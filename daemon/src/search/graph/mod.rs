@@ -10,6 +10,8 @@
 
 pub mod diff;
 mod members;
+pub mod memo;
+mod mentions;
 pub mod modules;
 mod python;
 mod receivers;
@@ -203,15 +205,21 @@ impl Searcher<'_> {
         Ok(defs)
     }
 
+    /// A walk over this project, with the mentions kept from earlier requests.
+    fn walk(&self) -> Walk<'_> {
+        let memo = self.graph_memo.up_to_date(self.index, &self.index.changes);
+        Walk::with_memo(self.index, Some(memo))
+    }
+
     /// Calls of the bare `name` that this project does not define (`callers` asked from
     /// another project with `projects`).
     pub fn calls_from_outside(&self, name: &str) -> Result<Vec<Link>, Error> {
-        Walk::new(self.index).calls_from_outside(name)
+        self.walk().calls_from_outside(name)
     }
 
     /// Run a graph request: `kind` is `callers`, `callees`, `impact` or `trace`.
     pub fn graph(&self, kind: &str, params: &GraphParams) -> Result<GraphAnswer, Error> {
-        let mut walk = Walk::new(self.index);
+        let mut walk = self.walk();
         let within = params
             .within
             .as_deref()

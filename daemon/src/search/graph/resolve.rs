@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
+use super::memo::Deps;
 use super::modules::{ImportTarget, dir_of, module_files};
 use super::rust;
 use crate::chunk::syntax::refs::{Import, RefKind, Reference};
@@ -125,13 +126,21 @@ const IMPLICIT_SELF: &[&str] = &[
 /// Languages whose packages are directories: a bare name is visible across a directory.
 const PACKAGE_DIRS: &[&str] = &["go", "java", "kotlin", "csharp", "c", "cpp", "scala"];
 
-/// Resolves references, caching what it reads for one request.
-pub struct Resolver<'v> {
-    view: &'v dyn GraphView,
+/// What a request read of the index, kept for its resolvers on one thread.
+#[derive(Default)]
+pub struct Reads {
     symbols: RefCell<FxHashMap<String, Arc<Vec<SymbolRecord>>>>,
     refs: RefCell<FxHashMap<String, Arc<StoredRefs>>>,
     named: RefCell<FxHashMap<String, Rc<Vec<Def>>>>,
     languages: RefCell<FxHashMap<String, String>>,
+}
+
+/// Resolves references, caching what it reads for one request.
+pub struct Resolver<'v> {
+    view: &'v dyn GraphView,
+    pub(super) reads: Rc<Reads>,
+    /// What this resolver read, noted when it works for the memo.
+    pub(super) deps: Option<RefCell<Deps>>,
     owners: RefCell<FxHashMap<Def, Option<Rc<SymbolRecord>>>>,
     /// Each list of methods' owners, keyed by the list's address (the list is kept in the
     /// value, so the address cannot be reused while the request lasts).
@@ -142,12 +151,18 @@ pub struct Resolver<'v> {
 
 impl<'v> Resolver<'v> {
     pub fn new(view: &'v dyn GraphView) -> Resolver<'v> {
+        Self::with(view, Rc::default(), None)
+    }
+
+    pub(super) fn with(
+        view: &'v dyn GraphView,
+        reads: Rc<Reads>,
+        deps: Option<Deps>,
+    ) -> Resolver<'v> {
         Resolver {
             view,
-            symbols: RefCell::default(),
-            refs: RefCell::default(),
-            named: RefCell::default(),
-            languages: RefCell::default(),
+            reads,
+            deps: deps.map(RefCell::new),
             owners: RefCell::default(),
             method_owners: RefCell::default(),
             splits: RefCell::default(),
@@ -160,22 +175,25 @@ impl<'v> Resolver<'v> {
     }
 
     pub fn symbols(&self, path: &str) -> Result<Arc<Vec<SymbolRecord>>, IndexError> {
-        cached(&self.symbols, path, || self.view.symbols_of(path))
+        self.note_path(path);
+        cached(&self.reads.symbols, path, || self.view.symbols_of(path))
     }
 
     pub fn refs(&self, path: &str) -> Result<Arc<StoredRefs>, IndexError> {
-        cached(&self.refs, path, || self.view.refs_of(path))
+        self.note_path(path);
+        cached(&self.reads.refs, path, || self.view.refs_of(path))
     }
 
     pub fn language(&self, path: &str) -> Result<String, IndexError> {
-        cached(&self.languages, path, || {
+        self.note_path(path);
+        cached(&self.reads.languages, path, || {
             Ok(self.view.language_of(path)?.unwrap_or_default())
         })
     }
 
     /// Definitions named exactly `name` that code can refer to.
     pub fn definitions(&self, name: &str) -> Result<Rc<Vec<Def>>, IndexError> {
-        cached(&self.named, name, || {
+        let defs = cached(&self.reads.named, name, || {
             let mut defs: Vec<Def> = self
                 .view
                 .symbols_named(name)?
@@ -186,7 +204,17 @@ impl<'v> Resolver<'v> {
             defs.sort();
             defs.dedup();
             Ok(Rc::new(defs))
-        })
+        })?;
+        // Its answer changes when a file defining it changes, or another comes to.
+        if let Some(deps) = &self.deps {
+            let mut deps = deps.borrow_mut();
+            if deps.name(name) {
+                for def in defs.iter() {
+                    deps.path(&def.path);
+                }
+            }
+        }
+        Ok(defs)
     }
 
     /// `name`'s definitions callable from `language` (code calls code of its own family:

@@ -2,16 +2,18 @@
 //! built on them (`callers`, `callees`, `impact`, `trace`).
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
-use std::rc::Rc;
+use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
+use super::memo::MemoUse;
+use super::mentions::{Mention, find_mentions};
 use super::resolve::{CLASS_LIKE, Def, Defs, Resolution, Resolver};
 use super::{
-    GraphAnswer, GraphView, Impacted, Label, Link, MAX_DEPTH, MAX_EXAMPLES, MAX_FILES, MAX_LINKS,
-    Unexplained, is_test,
+    GraphAnswer, GraphView, Impacted, Label, Link, MAX_DEPTH, MAX_EXAMPLES, MAX_LINKS, Unexplained,
+    is_test,
 };
-use crate::chunk::syntax::refs::{RefKind, Reference};
+use crate::chunk::syntax::refs::RefKind;
 use crate::error::{Error, UserError};
 
 /// Names at one level below which a walk stays on one thread (a thread's own resolver
@@ -20,23 +22,14 @@ const PARALLEL_NAMES: usize = 8;
 /// Targets whose mentions are found together, ahead of the walk's steps through them.
 const PREFETCH_BLOCK: usize = 32;
 
-/// The definition of the file itself, for code at its top level.
-fn file_def(path: &str, line: u32) -> Def {
-    Def {
-        path: path.to_string(),
-        qualified: path.to_string(),
-        name: path.rsplit('/').next().unwrap_or(path).to_string(),
-        kind: "file".into(),
-        lines: (line, line),
-    }
-}
-
 /// The walk over one request, with its reads cached.
 pub struct Walk<'v> {
     pub resolver: Resolver<'v>,
     pub complete: bool,
     /// Resolved references per name.
-    mentions: FxHashMap<String, Rc<Vec<Mention>>>,
+    mentions: FxHashMap<String, Arc<Vec<Mention>>>,
+    /// Names' mentions kept across requests, if this walk may use them.
+    memo: Option<MemoUse<'v>>,
     /// Names whose unresolved calls were counted.
     explained: HashSet<String>,
     /// Whether a wide level's mentions are found on two threads (more than one core).
@@ -44,23 +37,20 @@ pub struct Walk<'v> {
 }
 
 /// What a helper thread found: each name's mentions, and whether it read every file.
-type Helped = (Vec<(String, Vec<Mention>)>, bool);
-
-/// A reference to a name, where it is, what it resolved to and what encloses it.
-#[derive(Clone)]
-struct Mention {
-    path: String,
-    reference: Reference,
-    resolution: Resolution,
-    from: Def,
-}
+type Helped = (Vec<(String, Arc<Vec<Mention>>)>, bool);
 
 impl<'v> Walk<'v> {
     pub fn new(view: &'v dyn GraphView) -> Walk<'v> {
+        Walk::with_memo(view, None)
+    }
+
+    /// A walk that takes names' mentions from `memo` and keeps those it works out there.
+    pub fn with_memo(view: &'v dyn GraphView, memo: Option<MemoUse<'v>>) -> Walk<'v> {
         Walk {
             resolver: Resolver::new(view),
             complete: true,
             mentions: FxHashMap::default(),
+            memo,
             explained: HashSet::new(),
             parallel: crate::search::beside::on_another_core(),
         }
@@ -207,8 +197,9 @@ impl<'v> Walk<'v> {
         };
         // One helper, on the search threads kept for a query's second leg (a thread made
         // per request would set up its allocator heap every time).
+        let memo = self.memo;
         let helper = || -> Result<Helped, Error> {
-            let mut walk = Walk::new(view);
+            let mut walk = Walk::with_memo(view, memo);
             let mut done = Vec::new();
             while let Some(name) = take() {
                 walk.mentions(name)?;
@@ -216,12 +207,9 @@ impl<'v> Walk<'v> {
             }
             let mut out = Vec::with_capacity(done.len());
             for name in done {
-                let Some(mentions) = walk.mentions.remove(name) else {
-                    continue;
-                };
-                // Only the walk's map holds it; a copy otherwise.
-                let mentions = Rc::try_unwrap(mentions).unwrap_or_else(|rc| (*rc).clone());
-                out.push((name.to_string(), mentions));
+                if let Some(mentions) = walk.mentions.remove(name) {
+                    out.push((name.to_string(), mentions));
+                }
             }
             Ok((out, walk.complete))
         };
@@ -242,61 +230,41 @@ impl<'v> Walk<'v> {
             let (mentions, complete) = helped?;
             self.complete &= complete;
             for (name, found) in mentions {
-                self.mentions.insert(name, Rc::new(found));
+                self.mentions.insert(name, found);
             }
         }
         Ok(())
     }
 
     /// Every reference to `name` (or to a local alias of it) in the project, resolved, with
-    /// the definition around it; computed once per name and request.
-    fn mentions(&mut self, name: &str) -> Result<Rc<Vec<Mention>>, Error> {
+    /// the definition around it; computed once per name and request, or taken from the
+    /// memo, which keeps what it computes.
+    fn mentions(&mut self, name: &str) -> Result<Arc<Vec<Mention>>, Error> {
         if let Some(found) = self.mentions.get(name) {
             return Ok(found.clone());
         }
-        let files = self.resolver.view().files_mentioning(name, MAX_FILES)?;
-        if files.len() >= MAX_FILES {
-            self.complete = false;
+        if let Some((found, complete)) = self.memo.and_then(|memo| memo.get(name)) {
+            self.complete &= complete;
+            self.mentions.insert(name.to_string(), found.clone());
+            return Ok(found);
         }
-        let mut out = Vec::new();
-        for path in files {
-            let refs = self.resolver.refs(&path)?;
-            // Local names bound to the name by an import (`save as store`).
-            // A few names, compared directly (hashing each of a file's references cost more
-            // than the rest of the walk).
-            let mut names: Vec<&str> = vec![name];
-            for import in &refs.imports {
-                if import.name.as_deref() == Some(name) && !names.contains(&import.local.as_str()) {
-                    names.push(import.local.as_str());
-                }
+        let (found, complete) = match self.memo {
+            Some(memo) => {
+                // A resolver of its own, noting what the answer depends on.
+                let resolver = self.resolver.noting();
+                let (found, complete) = find_mentions(&resolver, name)?;
+                let found = Arc::new(found);
+                memo.put(name, found.clone(), complete, resolver.into_deps());
+                (found, complete)
             }
-            for r in refs.named(&names) {
-                let r = r.to_reference();
-                out.push(Mention {
-                    resolution: self.resolver.resolve(&path, &r)?,
-                    from: self.caller(&path, &r)?,
-                    path: path.clone(),
-                    reference: r,
-                });
+            None => {
+                let (found, complete) = find_mentions(&self.resolver, name)?;
+                (Arc::new(found), complete)
             }
-        }
-        let out = Rc::new(out);
-        self.mentions.insert(name.to_string(), out.clone());
-        Ok(out)
-    }
-
-    /// The definition around a reference (a base class: the deriving class).
-    fn caller(&self, path: &str, r: &Reference) -> Result<Def, Error> {
-        let symbols = self.resolver.symbols(path)?;
-        if r.kind == RefKind::Inherit
-            && let Some(class) = symbols.iter().find(|s| s.start_line == r.line)
-        {
-            return Ok(Def::new(path, class));
-        }
-        Ok(self
-            .resolver
-            .enclosing_with(path, r.line, |symbol| Def::new(path, symbol))?
-            .unwrap_or_else(|| file_def(path, r.line)))
+        };
+        self.complete &= complete;
+        self.mentions.insert(name.to_string(), found.clone());
+        Ok(found)
     }
 
     /// Calls made inside `def`, one level.

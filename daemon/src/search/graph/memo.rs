@@ -1,0 +1,246 @@
+//! A name's resolved mentions kept across requests, each with what it was worked out
+//! from, and forgotten when a commit changes any of that.
+//!
+//! Working out a name's mentions reads the files holding the name and, to resolve each,
+//! other files' symbols, references and languages and the definitions of other names; a
+//! [`Resolver::noting`](super::resolve::Resolver::noting) resolver notes every such file
+//! and name (its own caches start empty, so none of its answers comes from a read it did
+//! not note). After a commit that changed file `f` (the index's [`Changes`] log), an entry
+//! is still the answer unless:
+//! - it read `f` (so `f`'s old version may have counted), or
+//! - `f` as it is now refers to the entry's name (or imports it under another), so it may
+//!   hold a mention the entry lacks, or
+//! - `f` now defines a name whose definitions the entry asked for (any case, as
+//!   `symbols_named` matches).
+//!
+//! What `f` looked like before counts only through the first rule: every file whose
+//! old version could have contributed was read, hence noted.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::mentions::Mention;
+use super::resolve::{GraphView, Resolver};
+use crate::index::changes::{Changes, Since};
+
+/// Bytes the kept mentions may take (an estimate: their strings and records).
+const MAX_BYTES: usize = 24 << 20;
+/// Changed files beyond which the memo forgets everything rather than check each.
+const MAX_CHECKED: usize = 256;
+
+impl<'v> Resolver<'v> {
+    /// A resolver sharing this one's reads that notes every file and name its answers
+    /// depend on (its own caches start empty, so nothing it answers comes from reads it
+    /// did not note).
+    pub fn noting(&self) -> Resolver<'v> {
+        Resolver::with(self.view(), self.reads.clone(), Some(Deps::default()))
+    }
+
+    /// What a [`Resolver::noting`] resolver read.
+    pub fn into_deps(self) -> Deps {
+        self.deps.map(RefCell::into_inner).unwrap_or_default()
+    }
+
+    pub(super) fn note_path(&self, path: &str) {
+        if let Some(deps) = &self.deps {
+            deps.borrow_mut().path(path);
+        }
+    }
+}
+
+/// What a name's mentions depend on.
+#[derive(Default, Debug)]
+pub struct Deps {
+    /// Files read.
+    pub paths: FxHashSet<String>,
+    /// Names whose definitions were asked for, lowercase.
+    pub names: FxHashSet<String>,
+    /// The path noted last (most reads are of the file just read).
+    last: String,
+}
+
+impl Deps {
+    pub fn path(&mut self, path: &str) {
+        if self.last == path {
+            return;
+        }
+        if !self.paths.contains(path) {
+            self.paths.insert(path.to_owned());
+        }
+        self.last.clear();
+        self.last.push_str(path);
+    }
+
+    /// Note `name`; whether it is new.
+    pub fn name(&mut self, name: &str) -> bool {
+        let lower = name.to_lowercase();
+        if self.names.contains(&lower) {
+            return false;
+        }
+        self.names.insert(lower);
+        true
+    }
+}
+
+/// One name's mentions and what they were worked out from.
+struct Entry {
+    mentions: Arc<Vec<Mention>>,
+    /// Whether every file holding the name was read.
+    complete: bool,
+    deps: Deps,
+    bytes: usize,
+}
+
+#[derive(Default)]
+struct State {
+    /// The epoch of the index the entries are the answer for.
+    epoch: u64,
+    entries: FxHashMap<String, Entry>,
+    /// Names in the order they were kept, for forgetting the oldest first.
+    order: VecDeque<String>,
+    bytes: usize,
+}
+
+/// The mentions kept for one project.
+#[derive(Default)]
+pub struct Memo {
+    state: Mutex<State>,
+}
+
+/// A request's use of the memo: the entries are the answer as of `epoch`.
+#[derive(Clone, Copy)]
+pub struct MemoUse<'a> {
+    memo: &'a Memo,
+    changes: &'a Changes,
+    epoch: u64,
+}
+
+impl Memo {
+    /// Forget what the commits since the last request changed, and return the memo as of
+    /// the last finished commit.
+    pub fn up_to_date<'a>(&'a self, view: &dyn GraphView, changes: &'a Changes) -> MemoUse<'a> {
+        let mut state = self.lock();
+        // A commit under way is not in the log yet: the entries answer for the one before.
+        let now = changes.epoch() & !1;
+        if now != state.epoch {
+            match changes.since(state.epoch) {
+                Since::Paths(paths) if paths.len() <= MAX_CHECKED => {
+                    for path in &paths {
+                        if !forget_changed(&mut state, view, path) {
+                            state.clear();
+                            break;
+                        }
+                    }
+                }
+                _ => state.clear(),
+            }
+            state.epoch = now;
+        }
+        MemoUse {
+            memo: self,
+            changes,
+            epoch: now,
+        }
+    }
+
+    /// Names kept (for tests).
+    #[cfg(test)]
+    pub fn names_kept(&self) -> usize {
+        self.lock().entries.len()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl State {
+    fn clear(&mut self) {
+        self.entries.clear();
+        self.order.clear();
+        self.bytes = 0;
+    }
+
+    fn remove(&mut self, name: &str) {
+        if let Some(entry) = self.entries.remove(name) {
+            self.bytes -= entry.bytes;
+        }
+    }
+}
+
+/// Drop the entries `path`'s change may have made wrong; false when `path` could not be
+/// read (then nothing can be trusted).
+fn forget_changed(state: &mut State, view: &dyn GraphView, path: &str) -> bool {
+    let (Ok(symbols), Ok(refs)) = (view.symbols_of(path), view.refs_of(path)) else {
+        return false;
+    };
+    let defined: FxHashSet<String> = symbols.iter().map(|s| s.name.to_lowercase()).collect();
+    let stale: Vec<String> = state
+        .entries
+        .iter()
+        .filter(|(name, entry)| {
+            entry.deps.paths.contains(path)
+                || !refs.named(&[name.as_str()]).is_empty()
+                || refs
+                    .imports
+                    .iter()
+                    .any(|i| i.name.as_deref() == Some(name.as_str()))
+                || entry.deps.names.iter().any(|n| defined.contains(n))
+        })
+        .map(|(name, _)| name.clone())
+        .collect();
+    for name in stale {
+        state.remove(&name);
+    }
+    true
+}
+
+impl MemoUse<'_> {
+    /// The kept mentions of `name`, and whether they cover every file holding it.
+    pub(super) fn get(&self, name: &str) -> Option<(Arc<Vec<Mention>>, bool)> {
+        let state = self.memo.lock();
+        let entry = state.entries.get(name)?;
+        Some((entry.mentions.clone(), entry.complete))
+    }
+
+    /// Keep `name`'s mentions, worked out from `deps` since this use began, unless a
+    /// commit started meanwhile (they may have read part of it).
+    pub(super) fn put(&self, name: &str, mentions: Arc<Vec<Mention>>, complete: bool, deps: Deps) {
+        let mut state = self.memo.lock();
+        if self.changes.epoch() != self.epoch || state.epoch != self.epoch {
+            return;
+        }
+        let bytes = mentions.iter().map(Mention::bytes).sum::<usize>()
+            + deps.paths.iter().map(|p| p.len() + 32).sum::<usize>()
+            + deps.names.iter().map(|n| n.len() + 32).sum::<usize>();
+        if bytes > MAX_BYTES / 4 {
+            return;
+        }
+        state.remove(name);
+        // Names forgotten since they were kept leave the order now and then.
+        if state.order.len() > 2 * state.entries.len() + 1024 {
+            let State { order, entries, .. } = &mut *state;
+            order.retain(|n| entries.contains_key(n));
+        }
+        while state.bytes + bytes > MAX_BYTES {
+            let Some(oldest) = state.order.pop_front() else {
+                break;
+            };
+            state.remove(&oldest);
+        }
+        state.bytes += bytes;
+        state.order.push_back(name.to_string());
+        state.entries.insert(
+            name.to_string(),
+            Entry {
+                mentions,
+                complete,
+                deps,
+                bytes,
+            },
+        );
+    }
+}

@@ -1,0 +1,92 @@
+//! A name's mentions: every reference to it in the project, resolved, with the definition
+//! around each (what `callers` and `impact` are made of, and what the memo keeps).
+
+use super::MAX_FILES;
+use super::resolve::{Def, Resolution, Resolver};
+use crate::chunk::syntax::refs::{RefKind, Reference};
+use crate::error::Error;
+
+/// A reference to a name, where it is, what it resolved to and what encloses it.
+#[derive(Clone)]
+pub(super) struct Mention {
+    pub path: String,
+    pub reference: Reference,
+    pub resolution: Resolution,
+    pub from: Def,
+}
+
+impl Mention {
+    /// About what it takes in memory.
+    pub(super) fn bytes(&self) -> usize {
+        let def = |d: &Def| d.path.len() + d.qualified.len() + d.name.len() + d.kind.len();
+        let resolution = match &self.resolution {
+            Resolution::Resolved(to, _) => def(to),
+            // The candidates are shared with the name's other calls.
+            Resolution::Ambiguous(_) => 0,
+            Resolution::Unresolved(why) => why.len(),
+        };
+        std::mem::size_of::<Mention>()
+            + self.path.len()
+            + self.reference.name.len()
+            + self.reference.receiver.as_ref().map_or(0, String::len)
+            + def(&self.from)
+            + resolution
+    }
+}
+
+/// The definition of the file itself, for code at its top level.
+fn file_def(path: &str, line: u32) -> Def {
+    Def {
+        path: path.to_string(),
+        qualified: path.to_string(),
+        name: path.rsplit('/').next().unwrap_or(path).to_string(),
+        kind: "file".into(),
+        lines: (line, line),
+    }
+}
+
+/// Every reference to `name` (or to a local alias of it) in the project, resolved by
+/// `resolver`, with the definition around it; and whether every file holding it was read.
+pub(super) fn find_mentions(
+    resolver: &Resolver<'_>,
+    name: &str,
+) -> Result<(Vec<Mention>, bool), Error> {
+    let files = resolver.view().files_mentioning(name, MAX_FILES)?;
+    let complete = files.len() < MAX_FILES;
+    let mut out = Vec::new();
+    for path in files {
+        let refs = resolver.refs(&path)?;
+        // Local names bound to the name by an import (`save as store`).
+        // A few names, compared directly (hashing each of a file's references cost more
+        // than the rest of the walk).
+        let mut names: Vec<&str> = vec![name];
+        for import in &refs.imports {
+            if import.name.as_deref() == Some(name) && !names.contains(&import.local.as_str()) {
+                names.push(import.local.as_str());
+            }
+        }
+        for r in refs.named(&names) {
+            let r = r.to_reference();
+            out.push(Mention {
+                resolution: resolver.resolve(&path, &r)?,
+                from: caller(resolver, &path, &r)?,
+                path: path.clone(),
+                reference: r,
+            });
+        }
+    }
+    Ok((out, complete))
+}
+
+/// The definition around a reference (a base class: the deriving class).
+fn caller(resolver: &Resolver<'_>, path: &str, r: &Reference) -> Result<Def, Error> {
+    let symbols = resolver.symbols(path)?;
+    if r.kind == RefKind::Inherit
+        && let Some(class) = symbols.iter().find(|s| s.start_line == r.line)
+    {
+        return Ok(Def::new(path, class));
+    }
+    Ok(resolver
+        .enclosing_with(path, r.line, |symbol| Def::new(path, symbol))?
+        .unwrap_or_else(|| file_def(path, r.line)))
+}

@@ -1,0 +1,85 @@
+//! The memo's answers after each kind of edit are a fresh walk's.
+
+use super::*;
+use crate::index::changes::Changes;
+use crate::search::graph::memo::Memo;
+
+const STORE: &str =
+    "class Store:\n    def save(self, x):\n        pass\n\n    def load(self):\n        return 1\n";
+const UTIL: &str = "def save(x):\n    pass\n\ndef helper():\n    save(1)\n";
+const APP: &str = "from .util import save\nfrom .store import Store\n\ndef main():\n    s = Store()\n    s.save(1)\n    save(2)\n\nclass App(Store):\n    def run(self):\n        self.save(3)\n";
+const CLI: &str = "from .app import main\n\ndef cli():\n    main()\n\ndef go():\n    helper()\n";
+
+/// `impact` of `names` at depth 2, every link and count written out.
+fn impact(walk: &mut Walk<'_>, names: &[&str]) -> String {
+    let mut targets = Vec::new();
+    for name in names {
+        targets.extend(walk.definitions(name, None).unwrap());
+    }
+    format!("{:?}", walk.impact(&targets, 2).unwrap())
+}
+
+/// The memo's answer (checked against a fresh walk's) in the state `files`, after a
+/// commit that changed `changed`.
+fn step(memo: &Memo, changes: &Changes, files: &[(&str, &str)], changed: &[&str]) -> String {
+    let view = fixture(files);
+    changes.begin();
+    changes.end(changed.iter().map(|p| p.to_string()).collect());
+    let names = ["save", "Store.save", "main", "helper"];
+    let kept = impact(
+        &mut Walk::with_memo(&view, Some(memo.up_to_date(&view, changes))),
+        &names,
+    );
+    let fresh = impact(&mut Walk::new(&view), &names);
+    assert_eq!(kept, fresh, "after changing {changed:?}");
+    kept
+}
+
+#[test]
+fn kept_mentions_answer_as_a_fresh_walk_after_each_kind_of_edit() {
+    let memo = Memo::default();
+    let changes = Changes::default();
+    let mut files = vec![
+        ("pkg/store.py", STORE),
+        ("pkg/util.py", UTIL),
+        ("pkg/app.py", APP),
+        ("pkg/cli.py", CLI),
+    ];
+    let first = step(&memo, &changes, &files, &[]);
+    let kept = memo.names_kept();
+    assert!(kept >= 3, "names kept: {kept}");
+    // Asked again, nothing changed: the kept mentions, the same answer.
+    assert_eq!(step(&memo, &changes, &files, &[]), first);
+
+    // A file nobody's answer read or could read: everything stays.
+    files.push(("docs/notes.py", "def unrelated():\n    return 1\n"));
+    assert_eq!(step(&memo, &changes, &files, &["docs/notes.py"]), first);
+    assert_eq!(memo.names_kept(), kept);
+
+    // A new file calling `save` under another name.
+    files.push((
+        "pkg/extra.py",
+        "from .util import save as keep\n\ndef extra():\n    keep(5)\n",
+    ));
+    let with_extra = step(&memo, &changes, &files, &["pkg/extra.py"]);
+    assert_ne!(with_extra, first);
+
+    // A second `helper` elsewhere: the bare call in `go` is no longer the only one's.
+    files.push(("pkg/more.py", "def helper():\n    return 2\n"));
+    step(&memo, &changes, &files, &["pkg/more.py"]);
+
+    // `save` leaves `util.py`: its callers' calls resolve elsewhere or nowhere.
+    let util = files.iter().position(|(p, _)| *p == "pkg/util.py").unwrap();
+    files[util].1 = "def helper():\n    return 3\n";
+    step(&memo, &changes, &files, &["pkg/util.py"]);
+
+    // A file removed.
+    files.retain(|(p, _)| *p != "pkg/extra.py");
+    step(&memo, &changes, &files, &["pkg/extra.py"]);
+
+    // A caller's lines move.
+    let app = files.iter().position(|(p, _)| *p == "pkg/app.py").unwrap();
+    let moved = format!("\n\n{APP}");
+    files[app].1 = &moved;
+    step(&memo, &changes, &files, &["pkg/app.py"]);
+}
