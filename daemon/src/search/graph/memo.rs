@@ -128,11 +128,8 @@ impl Memo {
         if now != state.epoch {
             match changes.since(state.epoch) {
                 Since::Paths(paths) if paths.len() <= MAX_CHECKED => {
-                    for path in &paths {
-                        if !forget_changed(&mut state, view, path) {
-                            state.clear();
-                            break;
-                        }
+                    if !forget_changed(&mut state, view, &paths) {
+                        state.clear();
                     }
                 }
                 _ => state.clear(),
@@ -171,24 +168,32 @@ impl State {
     }
 }
 
-/// Drop the entries `path`'s change may have made wrong; false when `path` could not be
-/// read (then nothing can be trusted).
-fn forget_changed(state: &mut State, view: &dyn GraphView, path: &str) -> bool {
-    let (Ok(symbols), Ok(refs)) = (view.symbols_of(path), view.refs_of(path)) else {
-        return false;
-    };
-    let defined: FxHashSet<String> = symbols.iter().map(|s| s.name.to_lowercase()).collect();
+/// Drop the entries a change of `paths` may have made wrong; false when one of them could
+/// not be read (then nothing can be trusted).
+fn forget_changed(state: &mut State, view: &dyn GraphView, paths: &[String]) -> bool {
+    // What the changed files, as they are now, refer to and define.
+    let mut referred: FxHashSet<String> = FxHashSet::default();
+    let mut defined: FxHashSet<String> = FxHashSet::default();
+    for path in paths {
+        let (Ok(symbols), Ok(refs)) = (view.symbols_of(path), view.refs_of(path)) else {
+            return false;
+        };
+        defined.extend(symbols.iter().map(|s| s.name.to_lowercase()));
+        for r in refs.refs() {
+            if !referred.contains(r.name) {
+                referred.insert(r.name.to_string());
+            }
+        }
+        referred.extend(refs.imports.iter().filter_map(|i| i.name.clone()));
+    }
+    let changed: FxHashSet<&str> = paths.iter().map(String::as_str).collect();
     let stale: Vec<String> = state
         .entries
         .iter()
         .filter(|(name, entry)| {
-            entry.deps.paths.contains(path)
-                || !refs.named(&[name.as_str()]).is_empty()
-                || refs
-                    .imports
-                    .iter()
-                    .any(|i| i.name.as_deref() == Some(name.as_str()))
-                || entry.deps.names.iter().any(|n| defined.contains(n))
+            referred.contains(name.as_str())
+                || meet(&changed, &entry.deps.paths)
+                || meet(&defined, &entry.deps.names)
         })
         .map(|(name, _)| name.clone())
         .collect();
@@ -196,6 +201,19 @@ fn forget_changed(state: &mut State, view: &dyn GraphView, path: &str) -> bool {
         state.remove(&name);
     }
     true
+}
+
+/// Whether two sets share an element (looked up from the smaller).
+fn meet<A, B>(a: &FxHashSet<A>, b: &FxHashSet<B>) -> bool
+where
+    A: std::borrow::Borrow<str> + std::hash::Hash + Eq,
+    B: std::borrow::Borrow<str> + std::hash::Hash + Eq,
+{
+    if a.len() <= b.len() {
+        a.iter().any(|x| b.contains(x.borrow()))
+    } else {
+        b.iter().any(|x| a.contains(x.borrow()))
+    }
 }
 
 impl MemoUse<'_> {
