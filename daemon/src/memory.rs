@@ -94,6 +94,12 @@ impl Budget {
         (self.mb << 20) / 32
     }
 
+    /// Bytes of resolved mentions the code graph keeps per loaded project between requests
+    /// (`search::graph::memo`): a thirty-second of the budget (32 MB by default).
+    pub fn graph_memo_bytes(self) -> usize {
+        (self.mb << 20) / 32
+    }
+
     /// Vectors one ANN graph holds before the next is opened: 128 per MB of the budget
     /// (131,072 by default), at least 4,096. A graph's build holds its links in memory and
     /// dirties every page of it in one transaction.

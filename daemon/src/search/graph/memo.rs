@@ -26,8 +26,6 @@ use super::mentions::Mention;
 use super::resolve::{GraphView, Resolver};
 use crate::index::changes::{Changes, Since};
 
-/// Bytes the kept mentions may take (an estimate: their strings and records).
-const MAX_BYTES: usize = 24 << 20;
 /// Changed files beyond which the memo forgets everything rather than check each.
 const MAX_CHECKED: usize = 256;
 
@@ -234,7 +232,9 @@ impl MemoUse<'_> {
         let bytes = mentions.iter().map(Mention::bytes).sum::<usize>()
             + deps.paths.iter().map(|p| p.len() + 32).sum::<usize>()
             + deps.names.iter().map(|n| n.len() + 32).sum::<usize>();
-        if bytes > MAX_BYTES / 4 {
+        // The memory budget's share, counted as the mentions' strings and records.
+        let max_bytes = crate::memory::budget().graph_memo_bytes();
+        if bytes > max_bytes / 4 {
             return;
         }
         state.remove(name);
@@ -243,7 +243,7 @@ impl MemoUse<'_> {
             let State { order, entries, .. } = &mut *state;
             order.retain(|n| entries.contains_key(n));
         }
-        while state.bytes + bytes > MAX_BYTES {
+        while state.bytes + bytes > max_bytes {
             let Some(oldest) = state.order.pop_front() else {
                 break;
             };
