@@ -83,3 +83,41 @@ fn kept_mentions_answer_as_a_fresh_walk_after_each_kind_of_edit() {
     files[app].1 = &moved;
     step(&memo, &changes, &files, &["pkg/app.py"]);
 }
+
+#[test]
+fn a_name_first_resolved_inside_another_names_mentions_is_kept_with_its_own_reads() {
+    // `box_up` is first resolved while typing `b` for `b.open()` (one request, `open`'s
+    // mentions first): `box_up`'s own mentions then reuse what that read.
+    let maker =
+        "class Box:\n    def open(self):\n        pass\n\ndef box_up() -> Box:\n    return Box()\n";
+    let user = "def run():\n    b = box_up()\n    b.open()\n\ndef again():\n    box_up()\n";
+    let memo = Memo::default();
+    let changes = Changes::default();
+    let check = |files: &[(&str, &str)], changed: &[&str]| {
+        let view = fixture(files);
+        changes.begin();
+        changes.end(changed.iter().map(|p| p.to_string()).collect());
+        let names = ["open", "box_up"];
+        let kept = impact(
+            &mut Walk::with_memo(&view, Some(memo.up_to_date(&view, &changes))),
+            &names,
+        );
+        assert_eq!(kept, impact(&mut Walk::new(&view), &names), "{changed:?}");
+    };
+    check(&[("a/maker.py", maker), ("b/user.py", user)], &[]);
+    // The definitions' lines move.
+    let moved = format!("\n\n{maker}");
+    check(
+        &[("a/maker.py", &moved), ("b/user.py", user)],
+        &["a/maker.py"],
+    );
+    // A second `box_up`: the bare calls are no longer the only one's.
+    check(
+        &[
+            ("a/maker.py", &moved),
+            ("b/user.py", user),
+            ("c/other.py", "def box_up():\n    return 1\n"),
+        ],
+        &["c/other.py"],
+    );
+}
