@@ -1,9 +1,10 @@
 //! The files each commit changed, numbered, for what is kept above the index (the code
 //! graph's resolved mentions) to know what to forget.
 //!
-//! The writer calls [`Changes::begin`] before a commit's first write and
-//! [`Changes::end`] after its last (also when it fails), so the epoch is odd while a commit
-//! is under way. Something computed from reads made between two readings of an even epoch
+//! The writer holds a [`Changes::around`] guard over each commit that changes files: it
+//! calls [`Changes::begin`] before the commit's first write and [`Changes::end`] when
+//! dropped, after its last (also when it fails), so the epoch is odd while a commit is
+//! under way. Something computed from reads made between two readings of an even epoch
 //! that are equal saw no commit; anything else may have seen half of one.
 
 use std::collections::VecDeque;

@@ -33,12 +33,12 @@ impl<'v> Resolver<'v> {
     /// A resolver sharing this one's reads that notes every file and name its answers
     /// depend on (its own caches start empty, so nothing it answers comes from reads it
     /// did not note).
-    pub fn noting(&self) -> Resolver<'v> {
+    pub(super) fn noting(&self) -> Resolver<'v> {
         Resolver::with(self.view(), self.reads.clone(), Some(Deps::default()))
     }
 
     /// What a [`Resolver::noting`] resolver read.
-    pub fn into_deps(self) -> Deps {
+    pub(super) fn into_deps(self) -> Deps {
         self.deps.map(RefCell::into_inner).unwrap_or_default()
     }
 
@@ -51,17 +51,17 @@ impl<'v> Resolver<'v> {
 
 /// What a name's mentions depend on.
 #[derive(Default, Debug)]
-pub struct Deps {
+pub(super) struct Deps {
     /// Files read.
-    pub paths: FxHashSet<String>,
+    paths: FxHashSet<String>,
     /// Names whose definitions were asked for, lowercase.
-    pub names: FxHashSet<String>,
+    names: FxHashSet<String>,
     /// The path noted last (most reads are of the file just read).
     last: String,
 }
 
 impl Deps {
-    pub fn path(&mut self, path: &str) {
+    pub(super) fn path(&mut self, path: &str) {
         if self.last == path {
             return;
         }
@@ -73,7 +73,7 @@ impl Deps {
     }
 
     /// Note `name`; whether it is new.
-    pub fn name(&mut self, name: &str) -> bool {
+    pub(super) fn name(&mut self, name: &str) -> bool {
         let lower = name.to_lowercase();
         if self.names.contains(&lower) {
             return false;

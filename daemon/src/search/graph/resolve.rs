@@ -128,7 +128,7 @@ const PACKAGE_DIRS: &[&str] = &["go", "java", "kotlin", "csharp", "c", "cpp", "s
 
 /// What a request read of the index, kept for its resolvers on one thread.
 #[derive(Default)]
-pub struct Reads {
+pub(super) struct Reads {
     symbols: RefCell<FxHashMap<String, Arc<Vec<SymbolRecord>>>>,
     refs: RefCell<FxHashMap<String, Arc<StoredRefs>>>,
     named: RefCell<FxHashMap<String, Rc<Vec<Def>>>>,

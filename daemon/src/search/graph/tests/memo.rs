@@ -19,69 +19,83 @@ fn impact(walk: &mut Walk<'_>, names: &[&str]) -> String {
     format!("{:?}", walk.impact(&targets, 2).unwrap())
 }
 
-/// The memo's answer (checked against a fresh walk's) in the state `files`, after a
-/// commit that changed `changed`.
-fn step(memo: &Memo, changes: &Changes, files: &[(&str, &str)], changed: &[&str]) -> String {
-    let view = fixture(files);
-    changes.begin();
-    changes.end(changed.iter().map(|p| p.to_string()).collect());
-    let names = ["save", "Store.save", "main", "helper"];
-    let kept = impact(
-        &mut Walk::with_memo(&view, Some(memo.up_to_date(&view, changes))),
-        &names,
-    );
-    let fresh = impact(&mut Walk::new(&view), &names);
-    assert_eq!(kept, fresh, "after changing {changed:?}");
-    kept
+/// A memo and its change log, asked about `names` as files change.
+struct Asked {
+    memo: Memo,
+    changes: Changes,
+    names: &'static [&'static str],
+}
+
+impl Asked {
+    fn new(names: &'static [&'static str]) -> Asked {
+        Asked {
+            memo: Memo::default(),
+            changes: Changes::default(),
+            names,
+        }
+    }
+
+    /// The memo's answer (checked against a fresh walk's) in the state `files`, after a
+    /// commit that changed `changed`.
+    fn step(&self, files: &[(&str, &str)], changed: &[&str]) -> String {
+        let view = fixture(files);
+        self.changes.begin();
+        self.changes
+            .end(changed.iter().map(|p| p.to_string()).collect());
+        let memo = self.memo.up_to_date(&view, &self.changes);
+        let kept = impact(&mut Walk::with_memo(&view, Some(memo)), self.names);
+        let fresh = impact(&mut Walk::new(&view), self.names);
+        assert_eq!(kept, fresh, "after changing {changed:?}");
+        kept
+    }
 }
 
 #[test]
 fn kept_mentions_answer_as_a_fresh_walk_after_each_kind_of_edit() {
-    let memo = Memo::default();
-    let changes = Changes::default();
+    let asked = Asked::new(&["save", "Store.save", "main", "helper"]);
     let mut files = vec![
         ("pkg/store.py", STORE),
         ("pkg/util.py", UTIL),
         ("pkg/app.py", APP),
         ("pkg/cli.py", CLI),
     ];
-    let first = step(&memo, &changes, &files, &[]);
-    let kept = memo.names_kept();
+    let first = asked.step(&files, &[]);
+    let kept = asked.memo.names_kept();
     assert!(kept >= 3, "names kept: {kept}");
     // Asked again, nothing changed: the kept mentions, the same answer.
-    assert_eq!(step(&memo, &changes, &files, &[]), first);
+    assert_eq!(asked.step(&files, &[]), first);
 
     // A file nobody's answer read or could read: everything stays.
     files.push(("docs/notes.py", "def unrelated():\n    return 1\n"));
-    assert_eq!(step(&memo, &changes, &files, &["docs/notes.py"]), first);
-    assert_eq!(memo.names_kept(), kept);
+    assert_eq!(asked.step(&files, &["docs/notes.py"]), first);
+    assert_eq!(asked.memo.names_kept(), kept);
 
     // A new file calling `save` under another name.
     files.push((
         "pkg/extra.py",
         "from .util import save as keep\n\ndef extra():\n    keep(5)\n",
     ));
-    let with_extra = step(&memo, &changes, &files, &["pkg/extra.py"]);
+    let with_extra = asked.step(&files, &["pkg/extra.py"]);
     assert_ne!(with_extra, first);
 
     // A second `helper` elsewhere: the bare call in `go` is no longer the only one's.
     files.push(("pkg/more.py", "def helper():\n    return 2\n"));
-    step(&memo, &changes, &files, &["pkg/more.py"]);
+    asked.step(&files, &["pkg/more.py"]);
 
     // `save` leaves `util.py`: its callers' calls resolve elsewhere or nowhere.
     let util = files.iter().position(|(p, _)| *p == "pkg/util.py").unwrap();
     files[util].1 = "def helper():\n    return 3\n";
-    step(&memo, &changes, &files, &["pkg/util.py"]);
+    asked.step(&files, &["pkg/util.py"]);
 
     // A file removed.
     files.retain(|(p, _)| *p != "pkg/extra.py");
-    step(&memo, &changes, &files, &["pkg/extra.py"]);
+    asked.step(&files, &["pkg/extra.py"]);
 
     // A caller's lines move.
     let app = files.iter().position(|(p, _)| *p == "pkg/app.py").unwrap();
     let moved = format!("\n\n{APP}");
     files[app].1 = &moved;
-    step(&memo, &changes, &files, &["pkg/app.py"]);
+    asked.step(&files, &["pkg/app.py"]);
 }
 
 #[test]
@@ -91,28 +105,16 @@ fn a_name_first_resolved_inside_another_names_mentions_is_kept_with_its_own_read
     let maker =
         "class Box:\n    def open(self):\n        pass\n\ndef box_up() -> Box:\n    return Box()\n";
     let user = "def run():\n    b = box_up()\n    b.open()\n\ndef again():\n    box_up()\n";
-    let memo = Memo::default();
-    let changes = Changes::default();
-    let check = |files: &[(&str, &str)], changed: &[&str]| {
-        let view = fixture(files);
-        changes.begin();
-        changes.end(changed.iter().map(|p| p.to_string()).collect());
-        let names = ["open", "box_up"];
-        let kept = impact(
-            &mut Walk::with_memo(&view, Some(memo.up_to_date(&view, &changes))),
-            &names,
-        );
-        assert_eq!(kept, impact(&mut Walk::new(&view), &names), "{changed:?}");
-    };
-    check(&[("a/maker.py", maker), ("b/user.py", user)], &[]);
+    let asked = Asked::new(&["open", "box_up"]);
+    asked.step(&[("a/maker.py", maker), ("b/user.py", user)], &[]);
     // The definitions' lines move.
     let moved = format!("\n\n{maker}");
-    check(
+    asked.step(
         &[("a/maker.py", &moved), ("b/user.py", user)],
         &["a/maker.py"],
     );
     // A second `box_up`: the bare calls are no longer the only one's.
-    check(
+    asked.step(
         &[
             ("a/maker.py", &moved),
             ("b/user.py", user),
