@@ -423,7 +423,7 @@ async fn latency(dir: &std::path::Path) -> anyhow::Result<()> {
     let mut git_diff = Vec::new();
     for _ in 0..5 {
         let t = Instant::now();
-        amanmcpd::search::graph::diff::git_diff(&root, &["HEAD".to_string()]).output()?;
+        amanmcpd::search::graph::diff::git_diff(&root, &["HEAD".to_string()], &[]).output()?;
         git_diff.push(t.elapsed().as_secs_f64() * 1e3);
     }
     let impact_request = pb::GraphRequest {

@@ -6,11 +6,13 @@ use std::path::Path;
 use std::process::Command;
 
 use super::resolve::{Def, Resolver};
+use super::worktree::{Hunks, KeptDiff};
 use crate::error::{Error, UserError};
+use crate::index::changes::Changes;
 
 /// Changed line ranges (new side, 1-based inclusive) per relative path, from a unified diff
 /// with no context lines.
-pub fn changed_lines(diff: &str) -> Vec<(String, Vec<(u32, u32)>)> {
+pub fn changed_lines(diff: &str) -> Hunks {
     let mut out: Vec<(String, Vec<(u32, u32)>)> = Vec::new();
     for line in diff.lines() {
         if let Some(path) = line.strip_prefix("+++ ") {
@@ -69,12 +71,14 @@ fn checked(spec: Option<&str>) -> Result<Vec<String>, Error> {
 }
 
 /// `git diff` of `args` (checked revisions or `--staged`) in `root`, as `impact` runs it:
-/// changed lines only, paths relative to `root`, no colour or external diff tool.
-pub fn git_diff(root: &Path, args: &[String]) -> Command {
+/// changed lines only, paths relative to `root`, no colour or external diff tool; only
+/// `paths` when any are given (taken literally, never as pathspec magic).
+pub fn git_diff(root: &Path, args: &[String], paths: &[String]) -> Command {
     let mut command = Command::new("git");
     command
         .current_dir(root)
         .args([
+            "--literal-pathspecs",
             "diff",
             "--no-color",
             "--no-ext-diff",
@@ -82,18 +86,14 @@ pub fn git_diff(root: &Path, args: &[String]) -> Command {
             "--relative",
         ])
         .args(args)
-        .arg("--");
+        .arg("--")
+        .args(paths);
     command
 }
 
-/// The definitions the change named by `spec` touches, in the project at `root`.
-pub fn changed_definitions(
-    root: &Path,
-    spec: Option<&str>,
-    resolver: &Resolver<'_>,
-) -> Result<Vec<Def>, Error> {
-    let args = checked(spec)?;
-    let output = git_diff(root, &args)
+/// The changed lines `git diff` of `args` gives for `paths` (all when none).
+pub(super) fn run(root: &Path, args: &[String], paths: &[String]) -> Result<Hunks, Error> {
+    let output = git_diff(root, args, paths)
         .output()
         .map_err(|e| UserError::InvalidArgument {
             name: "diff",
@@ -110,9 +110,27 @@ pub fn changed_definitions(
         }
         .into());
     }
-    let text = String::from_utf8_lossy(&output.stdout);
+    Ok(changed_lines(&String::from_utf8_lossy(&output.stdout)))
+}
+
+/// The definitions the change named by `spec` touches, in the project at `root`. The
+/// working tree's diff (no `spec`) comes from `kept` when nothing changed since it was
+/// taken, with what the index's `changes` log says changed since.
+pub fn changed_definitions(
+    root: &Path,
+    spec: Option<&str>,
+    resolver: &Resolver<'_>,
+    kept: (&KeptDiff, &Changes),
+) -> Result<Vec<Def>, Error> {
+    let args = checked(spec)?;
+    let hunks = if args == ["HEAD"] {
+        let (kept, changes) = kept;
+        kept.changed_lines(root, changes, |paths| run(root, &args, paths))?
+    } else {
+        run(root, &args, &[])?
+    };
     let mut defs = Vec::new();
-    for (path, ranges) in changed_lines(&text) {
+    for (path, ranges) in hunks {
         let symbols = resolver.symbols(&path)?;
         for (start, end) in ranges {
             // The innermost definition overlapping the range, for each line of it.

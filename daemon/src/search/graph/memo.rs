@@ -102,10 +102,13 @@ struct State {
     bytes: usize,
 }
 
-/// The mentions kept for one project.
+/// What the code graph keeps for one project across requests: names' mentions, and the
+/// working tree's diff.
 #[derive(Default)]
 pub struct Memo {
     state: Mutex<State>,
+    /// The working tree's last `git diff HEAD`.
+    pub diff: super::worktree::KeptDiff,
 }
 
 /// A request's use of the memo: the entries are the answer as of `epoch`.

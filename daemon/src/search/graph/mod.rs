@@ -20,6 +20,7 @@ mod rust;
 #[cfg(test)]
 mod tests;
 mod walk;
+pub mod worktree;
 
 use resolve::{Def, Defs, GraphView};
 pub use walk::Walk;
@@ -266,7 +267,12 @@ impl Searcher<'_> {
             }
             "impact" => {
                 let changed = if params.symbols.is_empty() {
-                    diff::changed_definitions(self.root, params.diff.as_deref(), &walk.resolver)?
+                    diff::changed_definitions(
+                        self.root,
+                        params.diff.as_deref(),
+                        &walk.resolver,
+                        (&self.graph_memo.diff, &self.index.changes),
+                    )?
                 } else {
                     let mut all = Vec::new();
                     for name in &params.symbols {

@@ -11,6 +11,7 @@ mod memo;
 mod python;
 mod typescript;
 mod wide;
+mod worktree;
 
 /// Files chunked in memory, standing for an index.
 struct Fixture(HashMap<String, (String, crate::chunk::syntax::Chunked)>);
