@@ -1,29 +1,32 @@
-//! A name's resolved mentions kept across requests, each with what it was worked out
-//! from, and forgotten when a commit changes any of that.
+//! A name's resolved mentions kept across requests, file by file, each file's share with
+//! what it was worked out from, and worked out again when a commit changes any of that.
 //!
-//! Working out a name's mentions reads the files holding the name and, to resolve each,
-//! other files' symbols, references and languages and the definitions of other names; a
-//! [`Resolver::noting`](super::resolve::Resolver::noting) resolver notes every such file
-//! and name (its own caches start empty, so none of its answers comes from a read it did
-//! not note). After a commit that changed file `f` (the index's [`Changes`] log), an entry
-//! is still the answer unless:
+//! Working out a name's mentions in one file reads that file and, to resolve each, other
+//! files' symbols, references and languages and the definitions of other names; a
+//! [`Resolver::noting`](super::resolve::Resolver::noting) resolver, one per file, notes
+//! every such file and name (its own caches start empty, so none of its answers comes from
+//! a read it did not note). After a commit that changed file `f` (the index's [`Changes`]
+//! log), a file's share is still the answer unless:
 //! - it read `f` (so `f`'s old version may have counted), or
-//! - `f` as it is now refers to the entry's name (or imports it under another), so it may
-//!   hold a mention the entry lacks, or
-//! - `f` now defines a name whose definitions the entry asked for (any case, as
-//!   `symbols_named` matches).
+//! - `f` now defines a name whose definitions it asked for (any case, as `symbols_named`
+//!   matches);
+//!
+//! and the list of files holding the name is still the answer unless a share went stale
+//! or `f` as it is now refers to the name (or imports it under another), so it may hold a
+//! mention the list lacks. A name whose list is stale is listed again and only its stale
+//! (or new) files' shares are worked out again, the others' taken as kept.
 //!
 //! What `f` looked like before counts only through the first rule: every file whose
 //! old version could have contributed was read, hence noted.
 
-use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::mentions::Mention;
+use super::mentions::{Mention, files_mentioning, mentions_in};
 use super::resolve::{GraphView, Resolver};
+use crate::error::Error;
 use crate::index::changes::{Changes, Since};
 
 /// Changed files beyond which the memo forgets everything rather than check each.
@@ -37,9 +40,17 @@ impl<'v> Resolver<'v> {
         Resolver::with(self.view(), self.reads.clone(), Some(Deps::default()))
     }
 
-    /// What a [`Resolver::noting`] resolver read.
-    pub(super) fn into_deps(self) -> Deps {
-        self.deps.map(RefCell::into_inner).unwrap_or_default()
+    /// What a [`Resolver::noting`] resolver read since the last call, and a fresh start
+    /// for what it reads next: what it worked out and keeps either notes its reads again
+    /// when used (a definition's owner, a name's definitions split by kind) or is dropped
+    /// here (methods' owners, Python values' types).
+    pub(super) fn take_deps(&self) -> Deps {
+        self.method_owners.borrow_mut().clear();
+        self.nesting.forget();
+        self.deps
+            .as_ref()
+            .map(|deps| std::mem::take(&mut *deps.borrow_mut()))
+            .unwrap_or_default()
     }
 
     pub(super) fn note_path(&self, path: &str) {
@@ -83,12 +94,33 @@ impl Deps {
     }
 }
 
-/// One name's mentions and what they were worked out from.
+/// One file's share of a name's mentions (`mentions[start..end]`) and what it read.
+struct Part {
+    path: String,
+    start: usize,
+    end: usize,
+    deps: Deps,
+    /// A change may have made it wrong.
+    stale: bool,
+}
+
+impl Part {
+    fn bytes(&self) -> usize {
+        std::mem::size_of::<Part>()
+            + self.path.len()
+            + self.deps.paths.iter().map(|p| p.len() + 32).sum::<usize>()
+            + self.deps.names.iter().map(|n| n.len() + 32).sum::<usize>()
+    }
+}
+
+/// One name's mentions, file by file.
 struct Entry {
     mentions: Arc<Vec<Mention>>,
     /// Whether every file holding the name was read.
     complete: bool,
-    deps: Deps,
+    parts: Vec<Part>,
+    /// Whether the files holding the name must be listed again.
+    relist: bool,
     bytes: usize,
 }
 
@@ -109,6 +141,9 @@ pub struct Memo {
     state: Mutex<State>,
     /// The working tree's last `git diff HEAD`.
     pub diff: super::worktree::KeptDiff,
+    /// Files' shares worked out (for tests).
+    #[cfg(test)]
+    worked_out: std::sync::atomic::AtomicUsize,
 }
 
 /// A request's use of the memo: the entries are the answer as of `epoch`.
@@ -150,6 +185,12 @@ impl Memo {
         self.lock().entries.len()
     }
 
+    /// Files' shares of names' mentions worked out so far (for tests).
+    #[cfg(test)]
+    pub fn worked_out(&self) -> usize {
+        self.worked_out.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -169,8 +210,8 @@ impl State {
     }
 }
 
-/// Drop the entries a change of `paths` may have made wrong; false when one of them could
-/// not be read (then nothing can be trusted).
+/// Mark what a change of `paths` may have made wrong; false when one of them could not be
+/// read (then nothing can be trusted).
 fn forget_changed(state: &mut State, view: &dyn GraphView, paths: &[String]) -> bool {
     // What the changed files, as they are now, refer to and define.
     let mut referred: FxHashSet<String> = FxHashSet::default();
@@ -188,17 +229,24 @@ fn forget_changed(state: &mut State, view: &dyn GraphView, paths: &[String]) -> 
         referred.extend(refs.imports.iter().filter_map(|i| i.name.clone()));
     }
     let changed: FxHashSet<&str> = paths.iter().map(String::as_str).collect();
-    let stale: Vec<String> = state
-        .entries
-        .iter()
-        .filter(|(name, entry)| {
-            referred.contains(name.as_str())
-                || meet(&changed, &entry.deps.paths)
-                || meet(&defined, &entry.deps.names)
-        })
-        .map(|(name, _)| name.clone())
-        .collect();
-    for name in stale {
+    let mut dropped = Vec::new();
+    for (name, entry) in state.entries.iter_mut() {
+        // A list cut short may change with any file: worked out again whole.
+        if !entry.complete {
+            dropped.push(name.clone());
+            continue;
+        }
+        for part in entry.parts.iter_mut().filter(|p| !p.stale) {
+            if meet(&changed, &part.deps.paths) || meet(&defined, &part.deps.names) {
+                part.stale = true;
+                entry.relist = true;
+            }
+        }
+        if referred.contains(name.as_str()) {
+            entry.relist = true;
+        }
+    }
+    for name in dropped {
         state.remove(&name);
     }
     true
@@ -218,23 +266,77 @@ where
 }
 
 impl MemoUse<'_> {
-    /// The kept mentions of `name`, and whether they cover every file holding it.
-    pub(super) fn get(&self, name: &str) -> Option<(Arc<Vec<Mention>>, bool)> {
-        let state = self.memo.lock();
-        let entry = state.entries.get(name)?;
-        Some((entry.mentions.clone(), entry.complete))
+    /// `name`'s mentions and whether they cover every file holding it: kept, or worked out
+    /// (again for only the files whose share is stale or new) and kept.
+    pub(super) fn mentions(
+        &self,
+        resolver: &Resolver<'_>,
+        name: &str,
+    ) -> Result<(Arc<Vec<Mention>>, bool), Error> {
+        let mut kept = {
+            let mut state = self.memo.lock();
+            match state.entries.get(name) {
+                Some(entry) if !entry.relist => {
+                    return Ok((entry.mentions.clone(), entry.complete));
+                }
+                Some(_) => {
+                    let entry = state.entries.remove(name).expect("just seen");
+                    state.bytes -= entry.bytes;
+                    Some(entry)
+                }
+                None => None,
+            }
+        };
+        // The files' shares still right, by path.
+        let mut valid: FxHashMap<String, Part> = FxHashMap::default();
+        if let Some(entry) = &mut kept {
+            for part in std::mem::take(&mut entry.parts) {
+                if !part.stale {
+                    valid.insert(part.path.clone(), part);
+                }
+            }
+        }
+        let (files, complete) = files_mentioning(resolver, name)?;
+        let mut found = Vec::new();
+        let mut parts = Vec::with_capacity(files.len());
+        // A resolver of its own, noting what each file's share depends on.
+        let noting = resolver.noting();
+        for path in files {
+            let start = found.len();
+            let deps = match (valid.remove(&path), &kept) {
+                (Some(part), Some(entry)) => {
+                    found.extend_from_slice(&entry.mentions[part.start..part.end]);
+                    part.deps
+                }
+                _ => {
+                    #[cfg(test)]
+                    (self.memo.worked_out).fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    found.extend(mentions_in(&noting, name, &path)?);
+                    noting.take_deps()
+                }
+            };
+            parts.push(Part {
+                path,
+                start,
+                end: found.len(),
+                deps,
+                stale: false,
+            });
+        }
+        let found = Arc::new(found);
+        self.put(name, found.clone(), complete, parts);
+        Ok((found, complete))
     }
 
-    /// Keep `name`'s mentions, worked out from `deps` since this use began, unless a
-    /// commit started meanwhile (they may have read part of it).
-    pub(super) fn put(&self, name: &str, mentions: Arc<Vec<Mention>>, complete: bool, deps: Deps) {
+    /// Keep `name`'s mentions, worked out from `parts`' reads since this use began, unless
+    /// a commit started meanwhile (they may have read part of it).
+    fn put(&self, name: &str, mentions: Arc<Vec<Mention>>, complete: bool, parts: Vec<Part>) {
         let mut state = self.memo.lock();
         if self.changes.epoch() != self.epoch || state.epoch != self.epoch {
             return;
         }
         let bytes = mentions.iter().map(Mention::bytes).sum::<usize>()
-            + deps.paths.iter().map(|p| p.len() + 32).sum::<usize>()
-            + deps.names.iter().map(|n| n.len() + 32).sum::<usize>();
+            + parts.iter().map(Part::bytes).sum::<usize>();
         // The memory budget's share, counted as the mentions' strings and records.
         let max_bytes = crate::memory::budget().graph_memo_bytes();
         if bytes > max_bytes / 4 {
@@ -259,7 +361,8 @@ impl MemoUse<'_> {
             Entry {
                 mentions,
                 complete,
-                deps,
+                parts,
+                relist: false,
                 bytes,
             },
         );

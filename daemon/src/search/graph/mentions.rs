@@ -51,31 +51,52 @@ pub(super) fn find_mentions(
     resolver: &Resolver<'_>,
     name: &str,
 ) -> Result<(Vec<Mention>, bool), Error> {
-    let files = resolver.view().files_mentioning(name, MAX_FILES)?;
-    let complete = files.len() < MAX_FILES;
+    let (files, complete) = files_mentioning(resolver, name)?;
     let mut out = Vec::new();
     for path in files {
-        let refs = resolver.refs(&path)?;
-        // Local names bound to the name by an import (`save as store`).
-        // A few names, compared directly (hashing each of a file's references cost more
-        // than the rest of the walk).
-        let mut names: Vec<&str> = vec![name];
-        for import in &refs.imports {
-            if import.name.as_deref() == Some(name) && !names.contains(&import.local.as_str()) {
-                names.push(import.local.as_str());
-            }
-        }
-        for r in refs.named(&names) {
-            let r = r.to_reference();
-            out.push(Mention {
-                resolution: resolver.resolve(&path, &r)?,
-                from: caller(resolver, &path, &r)?,
-                path: path.clone(),
-                reference: r,
-            });
-        }
+        out.extend(mentions_in(resolver, name, &path)?);
     }
     Ok((out, complete))
+}
+
+/// The files that may mention `name`, in the order its mentions are listed; and whether
+/// that is all of them.
+pub(super) fn files_mentioning(
+    resolver: &Resolver<'_>,
+    name: &str,
+) -> Result<(Vec<String>, bool), Error> {
+    let files = resolver.view().files_mentioning(name, MAX_FILES)?;
+    let complete = files.len() < MAX_FILES;
+    Ok((files, complete))
+}
+
+/// The references to `name` (or to a local alias of it) in the file at `path`, resolved.
+pub(super) fn mentions_in(
+    resolver: &Resolver<'_>,
+    name: &str,
+    path: &str,
+) -> Result<Vec<Mention>, Error> {
+    let refs = resolver.refs(path)?;
+    // Local names bound to the name by an import (`save as store`).
+    // A few names, compared directly (hashing each of a file's references cost more
+    // than the rest of the walk).
+    let mut names: Vec<&str> = vec![name];
+    for import in &refs.imports {
+        if import.name.as_deref() == Some(name) && !names.contains(&import.local.as_str()) {
+            names.push(import.local.as_str());
+        }
+    }
+    let mut out = Vec::new();
+    for r in refs.named(&names) {
+        let r = r.to_reference();
+        out.push(Mention {
+            resolution: resolver.resolve(path, &r)?,
+            from: caller(resolver, path, &r)?,
+            path: path.to_string(),
+            reference: r,
+        });
+    }
+    Ok(out)
 }
 
 /// The definition around a reference (a base class: the deriving class).

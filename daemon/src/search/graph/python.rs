@@ -26,6 +26,13 @@ pub(super) struct Nesting {
     typed: RefCell<FxHashMap<(String, u32, String), Option<String>>>,
 }
 
+impl Nesting {
+    /// Forget the types worked out (their reads are not noted again when used).
+    pub(super) fn forget(&self) {
+        self.typed.borrow_mut().clear();
+    }
+}
+
 impl Resolver<'_> {
     /// The type of the value of `call` (`recv.f()`, `f()`) written at `line` of `path`:
     /// the return annotation of the definition it calls, when the call resolves to one.

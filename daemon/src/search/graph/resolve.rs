@@ -220,6 +220,8 @@ impl<'v> Resolver<'v> {
     /// `name`'s definitions callable from `language` (code calls code of its own family:
     /// JS with TS, C with C++), methods apart from functions; once per request.
     fn split(&self, name: &str, language: &str) -> Result<Rc<Split>, IndexError> {
+        // What a kept split was made from, noted on each use (the memo's shares).
+        self.definitions(name)?;
         let key = (name.to_string(), family(language).to_string());
         cached(&self.splits, &key, || {
             let (mut methods, mut functions, mut macros) = (Vec::new(), Vec::new(), Vec::new());
@@ -246,6 +248,8 @@ impl<'v> Resolver<'v> {
 
     /// The enclosing class-like symbol of a definition, if it is a member of one.
     pub fn owner(&self, def: &Def) -> Result<Option<Rc<SymbolRecord>>, IndexError> {
+        // Made from the definition's file alone: noted on each use (the memo's shares).
+        self.note_path(&def.path);
         cached(&self.owners, def, || Ok(self.find_owner(def)?.map(Rc::new)))
     }
 

@@ -243,20 +243,8 @@ impl<'v> Walk<'v> {
         if let Some(found) = self.mentions.get(name) {
             return Ok(found.clone());
         }
-        if let Some((found, complete)) = self.memo.and_then(|memo| memo.get(name)) {
-            self.complete &= complete;
-            self.mentions.insert(name.to_string(), found.clone());
-            return Ok(found);
-        }
         let (found, complete) = match self.memo {
-            Some(memo) => {
-                // A resolver of its own, noting what the answer depends on.
-                let resolver = self.resolver.noting();
-                let (found, complete) = find_mentions(&resolver, name)?;
-                let found = Arc::new(found);
-                memo.put(name, found.clone(), complete, resolver.into_deps());
-                (found, complete)
-            }
+            Some(memo) => memo.mentions(&self.resolver, name)?,
             None => {
                 let (found, complete) = find_mentions(&self.resolver, name)?;
                 (Arc::new(found), complete)

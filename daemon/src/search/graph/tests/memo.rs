@@ -123,3 +123,27 @@ fn a_name_first_resolved_inside_another_names_mentions_is_kept_with_its_own_read
         &["c/other.py"],
     );
 }
+
+#[test]
+fn an_edit_works_out_again_only_the_shares_of_the_files_it_touched() {
+    let util = "def save(x):\n    pass\n";
+    let callers: Vec<(String, String)> = (0..10)
+        .map(|i| {
+            let text = format!("from .util import save\n\ndef use{i}():\n    save({i})\n");
+            (format!("pkg/user{i}.py"), text)
+        })
+        .collect();
+    let mut files: Vec<(&str, &str)> = vec![("pkg/util.py", util)];
+    files.extend(callers.iter().map(|(p, t)| (p.as_str(), t.as_str())));
+    let asked = Asked::new(&["save"]);
+    asked.step(&files, &[]);
+    let cold = asked.memo.worked_out();
+    assert!(cold >= 10, "shares worked out: {cold}");
+
+    // One caller's lines move: its own shares are worked out again, the nine others kept.
+    let moved = format!("\n\n{}", callers[3].1);
+    files[4].1 = &moved;
+    asked.step(&files, &["pkg/user3.py"]);
+    let again = asked.memo.worked_out() - cold;
+    assert!((1..=2).contains(&again), "shares worked out again: {again}");
+}
