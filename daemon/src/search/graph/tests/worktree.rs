@@ -8,20 +8,12 @@ use crate::index::changes::Changes;
 use crate::search::graph::diff::run;
 use crate::search::graph::worktree::{Hunks, KeptDiff};
 
+/// `git args` in `dir`, as a user with a name and no signing.
 fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "-c",
-            "commit.gpgsign=false",
-        ])
-        .args(args)
-        .output()
-        .unwrap();
+    let user = "-c user.name=t -c user.email=t@t -c commit.gpgsign=false";
+    let mut command = Command::new("git");
+    let command = command.current_dir(dir).args(user.split(' ')).args(args);
+    let out = command.output().unwrap();
     assert!(out.status.success(), "git {args:?}: {out:?}");
 }
 
