@@ -26,7 +26,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::mentions::{Mention, files_mentioning, mentions_in};
 use super::resolve::{GraphView, Resolver};
-use crate::error::Error;
+use crate::error::{Error, IndexError};
 use crate::index::changes::{Changes, Since};
 
 /// Changed files beyond which the memo forgets everything rather than check each.
@@ -51,6 +51,15 @@ impl<'v> Resolver<'v> {
             .as_ref()
             .map(|deps| std::mem::take(&mut *deps.borrow_mut()))
             .unwrap_or_default()
+    }
+
+    /// Note what `name`'s definitions were read from, for a kept split of them used again
+    /// (a resolver noting nothing reads nothing).
+    pub(super) fn note_definitions(&self, name: &str) -> Result<(), IndexError> {
+        if self.deps.is_some() {
+            self.definitions(name)?;
+        }
+        Ok(())
     }
 
     pub(super) fn note_path(&self, path: &str) {

@@ -220,8 +220,7 @@ impl<'v> Resolver<'v> {
     /// `name`'s definitions callable from `language` (code calls code of its own family:
     /// JS with TS, C with C++), methods apart from functions; once per request.
     fn split(&self, name: &str, language: &str) -> Result<Rc<Split>, IndexError> {
-        // What a kept split was made from, noted on each use (the memo's shares).
-        self.definitions(name)?;
+        self.note_definitions(name)?;
         let key = (name.to_string(), family(language).to_string());
         cached(&self.splits, &key, || {
             let (mut methods, mut functions, mut macros) = (Vec::new(), Vec::new(), Vec::new());

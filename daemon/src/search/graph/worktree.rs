@@ -105,7 +105,7 @@ pub type Ranges = Vec<(u32, u32)>;
 pub type Hunks = Vec<(String, Ranges)>;
 
 struct Kept {
-    git: GitFiles,
+    /// Git's state when diffed.
     state: GitState,
     /// The index's epoch the diff answers for.
     epoch: u64,
@@ -113,10 +113,17 @@ struct Kept {
     files: BTreeMap<String, (Ranges, Option<Stamp>)>,
 }
 
+#[derive(Default)]
+struct State {
+    /// Where git keeps its files, found once (again only when they are gone).
+    git: Option<GitFiles>,
+    last: Option<Kept>,
+}
+
 /// The last working-tree diff of one project.
 #[derive(Default)]
 pub struct KeptDiff {
-    kept: Mutex<Option<Kept>>,
+    state: Mutex<State>,
     /// `git diff` runs, whole or of some files (for tests).
     runs: std::sync::atomic::AtomicUsize,
 }
@@ -131,42 +138,38 @@ impl KeptDiff {
         changes: &Changes,
         run: impl Fn(&[String]) -> Result<Hunks, Error>,
     ) -> Result<Hunks, Error> {
-        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let State { git, last } = &mut *state;
         // A commit under way ends after the epoch before it: it counts as a change.
         let epoch = changes.epoch() & !1;
-        let git = match kept.take() {
-            Some(k) => {
-                if let Some(state) = k.git.state().filter(|s| *s == k.state) {
-                    let mut k = Kept { state, ..k };
-                    if let Some(paths) = self.stale(&k, root, changes)
-                        && self.rediff(&mut k, root, paths, epoch, &run)?
-                    {
-                        let hunks = answer(&k);
-                        *kept = Some(k);
-                        return Ok(hunks);
-                    }
-                    Some(k.git)
-                } else {
-                    None
-                }
-            }
-            None => None,
-        };
+        if git.is_none() {
+            *git = GitFiles::find(root);
+        }
+        let now = git.as_ref().and_then(GitFiles::state);
+        if now.is_none() {
+            *git = None;
+        }
+        if let (Some(git), Some(mut k)) = (git.as_ref(), last.take())
+            && now.as_ref() == Some(&k.state)
+            && let Some(paths) = self.stale(&k, root, changes)
+            && self.rediff(git, &mut k, root, paths, epoch, &run)?
+        {
+            let hunks = answer(&k);
+            *last = Some(k);
+            return Ok(hunks);
+        }
         // The whole diff, kept if git's files held still while it ran.
-        let git = git.or_else(|| GitFiles::find(root));
-        let before = git.as_ref().and_then(GitFiles::state);
         self.count();
         let hunks = run(&[])?;
-        if let (Some(git), Some(state)) = (git, before)
-            && git.state().as_ref() == Some(&state)
+        if let (Some(git), Some(now)) = (git.as_ref(), now)
+            && git.state().as_ref() == Some(&now)
         {
             let files = hunks
                 .iter()
                 .map(|(path, ranges)| (path.clone(), (ranges.clone(), stamp(&root.join(path)))))
                 .collect();
-            *kept = Some(Kept {
-                git,
-                state,
+            *last = Some(Kept {
+                state: now,
                 epoch,
                 files,
             });
@@ -193,6 +196,7 @@ impl KeptDiff {
     /// diff runs).
     fn rediff(
         &self,
+        git: &GitFiles,
         k: &mut Kept,
         root: &Path,
         paths: Vec<String>,
@@ -202,7 +206,7 @@ impl KeptDiff {
         if !paths.is_empty() {
             self.count();
             let hunks = run(&paths)?;
-            if k.git.state().as_ref() != Some(&k.state) {
+            if git.state().as_ref() != Some(&k.state) {
                 return Ok(false);
             }
             for path in &paths {
