@@ -12,8 +12,9 @@
 /// type the bindings given them; a call's receiver in a Rust macro's arguments is the
 /// whole chain before it (`Foo::new().f(..)`: `Foo::new()`). 12: a field's written
 /// declaration marked apart from the values given it (`self.x: Base` then `self.x = Sub()`),
-/// Python's quoted annotations (`app: "Application"`) read.
-pub const CHUNKER_VERSION: u64 = 13;
+/// Python's quoted annotations (`app: "Application"`) read. 14: definitions nested in a
+/// function (Rust, Python, JavaScript, TypeScript) are symbols.
+pub const CHUNKER_VERSION: u64 = 14;
 
 pub mod syntax;
 

@@ -110,7 +110,8 @@ impl<'s> Walker<'s> {
         }
     }
 
-    /// Record the members of a container without adding segments.
+    /// Record the members of a container, or a nesting function's own definitions
+    /// (`Spec::nests`), without adding segments.
     pub(super) fn members(
         &self,
         out: &mut Builder<'_>,
@@ -120,7 +121,8 @@ impl<'s> Walker<'s> {
         end: usize,
         depth: usize,
     ) {
-        if def.container && depth < MAX_DEPTH {
+        let nests = def.container || self.spec.nests.contains(&def.node.kind());
+        if nests && depth < MAX_DEPTH {
             let body = self.body(def.node);
             let qualified = out.symbols[symbol].qualified.clone();
             self.container(

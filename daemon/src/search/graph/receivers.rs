@@ -72,12 +72,24 @@ impl Resolver<'_> {
             if b.name != receiver && !class_body {
                 continue;
             }
-            // A field may be declared anywhere in its class; a local only above its use.
+            // A field may be declared anywhere in its class; a local only above its use, in
+            // the function around the use or one enclosing it (a nested function sees its
+            // outer function's names, not a sibling's), or at the top level.
             let usable = if field {
                 within(b.line)
             } else {
                 b.line <= line
-                    && (within(b.line) || self.enclosing_with(path, b.line, |_| ())?.is_none())
+                    && match self.enclosing_with(path, b.line, |s| {
+                        (
+                            !CLASS_LIKE.contains(&s.kind.as_str()),
+                            s.start_line,
+                            s.end_line,
+                        )
+                    })? {
+                        None => true,
+                        Some(_) if scope.is_none() => true,
+                        Some((plain, start, end)) => plain && start <= line && line <= end,
+                    }
             };
             if usable && field {
                 if let Some(ty) = b.type_name.strip_prefix(DECLARED) {

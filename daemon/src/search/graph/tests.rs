@@ -8,6 +8,7 @@ use crate::chunk::syntax::chunk_file;
 use crate::files::lang::language_of;
 
 mod memo;
+mod nested;
 mod python;
 mod typescript;
 mod wide;

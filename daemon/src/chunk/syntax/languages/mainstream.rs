@@ -152,9 +152,17 @@ pub(super) const PHP_ITEMS: &[Item] = &[
 
 pub(super) const BASH_ITEMS: &[Item] = &[item("function_definition", "function", false)];
 
+/// JavaScript and TypeScript functions whose nested function declarations are symbols.
+const JS_NESTS: &[&str] = &[
+    "function_declaration",
+    "generator_function_declaration",
+    "method_definition",
+];
+
 pub(super) static SPECS: &[Spec] = &[
     Spec {
         leading: &["line_comment", "block_comment", "attribute_item"],
+        nests: &["function_item"],
         ..Spec::new(
             "rust",
             || tree_sitter_rust::LANGUAGE.into(),
@@ -164,6 +172,7 @@ pub(super) static SPECS: &[Spec] = &[
     },
     Spec {
         wrappers: &[("decorated_definition", Some("definition"))],
+        nests: &["function_definition"],
         ..Spec::new(
             "python",
             || tree_sitter_python::LANGUAGE.into(),
@@ -173,6 +182,7 @@ pub(super) static SPECS: &[Spec] = &[
     },
     Spec {
         wrappers: &[("export_statement", Some("declaration"))],
+        nests: JS_NESTS,
         ..Spec::new(
             "javascript",
             || tree_sitter_javascript::LANGUAGE.into(),
@@ -182,6 +192,7 @@ pub(super) static SPECS: &[Spec] = &[
     },
     Spec {
         wrappers: TS_WRAPPERS,
+        nests: JS_NESTS,
         ..Spec::new(
             "typescript",
             || tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
@@ -191,6 +202,7 @@ pub(super) static SPECS: &[Spec] = &[
     },
     Spec {
         wrappers: TS_WRAPPERS,
+        nests: JS_NESTS,
         ..Spec::new(
             "tsx",
             || tree_sitter_typescript::LANGUAGE_TSX.into(),

@@ -109,6 +109,11 @@ pub(super) struct Spec {
     /// Whether consecutive definitions of one name are clauses of one function (Haskell,
     /// Elixir), recorded as one symbol.
     pub(super) clauses: bool,
+    /// Items (functions) whose bodies' own definitions are recorded as symbols too: a
+    /// nested function, or a type and its `impl` declared inside a function. A reference
+    /// there is enclosed by the nested definition, as a compiler sees it. The item is never
+    /// split at them: its lines stay one chunk, as a function's do.
+    pub(super) nests: &'static [&'static str],
 }
 
 impl Spec {
@@ -129,6 +134,7 @@ impl Spec {
             bodies: &[],
             transparent: &[],
             clauses: false,
+            nests: &[],
         }
     }
 }

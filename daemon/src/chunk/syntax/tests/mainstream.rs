@@ -78,6 +78,33 @@ enum State { A, B }
 }
 
 #[test]
+fn definitions_nested_in_a_function_are_symbols_of_a_chunk_left_whole() {
+    let mut text = String::from(
+        "pub fn deserialize() {\n    struct Visitor;\n    impl Visitor {\n        fn visit(&self) {}\n    }\n    fn helper() {}\n",
+    );
+    // Long enough that a container would be split at its members.
+    for i in 0..MAX_CHUNK_LINES {
+        text.push_str(&format!("    let x{i} = {i};\n"));
+    }
+    text.push_str("}\n");
+    let chunked = check(
+        "rust",
+        &text,
+        &[
+            ("deserialize", "function"),
+            ("deserialize::Visitor", "struct"),
+            ("deserialize::Visitor::visit", "method"),
+            ("deserialize::helper", "function"),
+        ],
+    );
+    assert!(chunked.chunks[0].text.contains("fn helper() {}"));
+    assert!(chunked.chunks[0].text.contains("let x0 = 0;"));
+    let python = "def outer(w):\n    def inner():\n        return w\n    return inner\n";
+    let chunked = check("python", python, &[("outer.inner", "function")]);
+    assert_eq!(chunked.chunks.len(), 1);
+}
+
+#[test]
 fn python() {
     let text = r#"import os
 
