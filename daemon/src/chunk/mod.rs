@@ -13,8 +13,9 @@
 /// whole chain before it (`Foo::new().f(..)`: `Foo::new()`). 12: a field's written
 /// declaration marked apart from the values given it (`self.x: Base` then `self.x = Sub()`),
 /// Python's quoted annotations (`app: "Application"`) read. 14: definitions nested in a
-/// function (Rust, Python, JavaScript, TypeScript) are symbols.
-pub const CHUNKER_VERSION: u64 = 14;
+/// function (Rust, Python, JavaScript, TypeScript) are symbols. 15: a Python base written
+/// `Mapping[str, Resource]` is `Mapping` alone.
+pub const CHUNKER_VERSION: u64 = 15;
 
 pub mod syntax;
 

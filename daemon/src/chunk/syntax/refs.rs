@@ -564,6 +564,11 @@ fn inherits(g: &Grammar, language: &str, node: Node<'_>, src: &str, out: &mut Ve
             if name.kind().starts_with("keyword") || name.kind().ends_with("arguments") {
                 continue;
             }
+            // Python's `Mapping[str, Resource]`: the generic is the base, not its arguments.
+            let name = match name.kind() {
+                "subscript" => g.field(name, "value").unwrap_or(name),
+                _ => name,
+            };
             if let Some((name, receiver)) = named(g, name, src, 0) {
                 out.push(reference(name, node, RefKind::Inherit, receiver));
             }

@@ -40,3 +40,22 @@ fn an_attribute_is_typed_by_its_declaration_or_property_up_the_bases() {
     assert_eq!(at(15), "writers.py:Writer.drain (declared type)");
     assert_eq!(at(17), "writers.py:Writer.drain (declared type)");
 }
+
+#[test]
+fn a_generic_bases_type_arguments_are_no_bases() {
+    let view = fixture(&[
+        (
+            "routers.py",
+            "class Router:\n    def freeze(self):\n        pass\n\nclass Resource:\n    def freeze(self):\n        pass\n",
+        ),
+        (
+            "urls.py",
+            "from routers import Router, Resource\nfrom typing import Mapping\n\nclass Dispatcher(Router, Mapping[str, Resource]):\n    def freeze(self):\n        super().freeze()\n",
+        ),
+    ]);
+    // `super()` reaches `Router`, the base; `Resource` is only `Mapping`'s argument.
+    assert_eq!(
+        resolve(&view, "urls.py", 6, "freeze"),
+        "routers.py:Router.freeze (base class)"
+    );
+}
