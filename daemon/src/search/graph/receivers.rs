@@ -263,20 +263,28 @@ impl Resolver<'_> {
         name: &str,
     ) -> Result<Resolution, IndexError> {
         // A module bound by an import (`np.array`, `os.path.join`, `fmt.Println`).
-        let module = match self.import_of(path, receiver)? {
-            Some(import) if import.name.is_none() => Some(import.module),
-            Some(import) if import.name.as_deref() == Some("*") => Some(import.module),
-            // `from pkg import mod` then `mod.f()`: the module is `pkg.mod`.
-            Some(import) if language == "python" => Some(format!(
-                "{}.{}",
-                import.module.trim_end_matches('.'),
-                import.name.unwrap_or_default()
-            )),
-            _ => None,
+        let (module, maybe_class) = match self.import_of(path, receiver)? {
+            Some(import) if import.name.is_none() => (Some(import.module), false),
+            Some(import) if import.name.as_deref() == Some("*") => (Some(import.module), false),
+            // `from pkg import mod` then `mod.f()`: the module is `pkg.mod`, unless no such
+            // module holds it and the name is a class's (`from base import Base` then
+            // `Base.__init__(self)`).
+            Some(import) if language == "python" => {
+                let name = import.name.unwrap_or_default();
+                let class = capitalised(&name);
+                (
+                    Some(format!("{}.{name}", import.module.trim_end_matches('.'))),
+                    class,
+                )
+            }
+            _ => (None, false),
         };
         if let Some(module) = module {
             let all: Vec<&Def> = functions.iter().chain(methods.iter()).collect();
-            return Ok(self.in_module(path, language, &module, &all, "module"));
+            let found = self.in_module(path, language, &module, &all, "module");
+            if !(maybe_class && matches!(found, Resolution::Unresolved(_))) {
+                return Ok(found);
+            }
         }
         // JS/TS `import { util } from "./index"` where the index says `export * as util from
         // "./util"`: a module again.

@@ -59,3 +59,26 @@ fn a_generic_bases_type_arguments_are_no_bases() {
         "routers.py:Router.freeze (base class)"
     );
 }
+
+#[test]
+fn an_imported_class_named_as_a_receiver_is_the_class_not_a_module() {
+    let view = fixture(&[
+        (
+            "base.py",
+            "class BaseProtocol:\n    def __init__(self, loop):\n        pass\n",
+        ),
+        (
+            "proto.py",
+            "from base import BaseProtocol\nfrom os import path\n\nclass Handler(BaseProtocol):\n    def __init__(self, loop):\n        BaseProtocol.__init__(self, loop=loop)\n        path.join(loop)\n",
+        ),
+    ]);
+    assert_eq!(
+        resolve(&view, "proto.py", 6, "__init__"),
+        "base.py:BaseProtocol.__init__ (named type)"
+    );
+    // A module imported from outside stays outside.
+    assert_eq!(
+        resolve(&view, "proto.py", 7, "join"),
+        "unresolved: imported from `os.path`"
+    );
+}
