@@ -14,8 +14,9 @@
 /// declaration marked apart from the values given it (`self.x: Base` then `self.x = Sub()`),
 /// Python's quoted annotations (`app: "Application"`) read. 14: definitions nested in a
 /// function (Rust, Python, JavaScript, TypeScript) are symbols. 15: a Python base written
-/// `Mapping[str, Resource]` is `Mapping` alone.
-pub const CHUNKER_VERSION: u64 = 15;
+/// `Mapping[str, Resource]` is `Mapping` alone. 16: a `for` loop's element bound to its
+/// collection's type (Python, Rust).
+pub const CHUNKER_VERSION: u64 = 16;
 
 pub mod syntax;
 

@@ -154,6 +154,27 @@ fn python_value(g: &Grammar, value: Node<'_>, src: &str) -> Option<String> {
     }
 }
 
+/// The collection a loop iterates, as a name: `xs`, `self.xs`; Rust's `&xs`, `&mut xs`,
+/// `xs.iter()`, `xs.iter_mut()`, `xs.into_iter()`.
+fn iterated<'t>(g: &Grammar, value: Node<'t>, src: &str) -> Option<Node<'t>> {
+    match value.kind() {
+        "identifier" | "attribute" | "field_expression" => Some(value),
+        "reference_expression" => iterated(g, g.field(value, "value")?, src),
+        "call_expression" => {
+            let function = g.field(value, "function")?;
+            let method = node_text(g.field(function, "field")?, src);
+            let no_arguments = g.field(value, "arguments")?.named_child_count() == 0;
+            (function.kind() == "field_expression"
+                && no_arguments
+                && matches!(method, "iter" | "iter_mut" | "into_iter"))
+            .then(|| g.field(function, "value"))
+            .flatten()
+            .and_then(|v| iterated(g, v, src))
+        }
+        _ => None,
+    }
+}
+
 /// The receiver spelling of a declared name (`self.x`, `this.x`, `x`), if it is one.
 fn receiver_name(node: Node<'_>, src: &str) -> Option<String> {
     let text = node_text(node, src).trim();
@@ -232,6 +253,24 @@ pub fn bindings(g: &Grammar, language: &str, node: Node<'_>, src: &str, out: &mu
             let made = field("value").and_then(|v| constructed(g, language, v, src));
             let untyped = (node.kind() == "let_declaration").then(String::new);
             push(name, declared.or(made).or(untyped));
+        }
+        // Python `for x in xs:`, Rust `for x in xs` (`&xs`, `xs.iter()`): an element is
+        // typed as its collection is, whose type is recorded by its element's (`list[Foo]`,
+        // `Vec<Foo>`, `&[Foo]`: `Foo`), looked up where the loop is.
+        "for_statement" | "for_expression" => {
+            let (left, right) = match node.kind() {
+                "for_statement" => (field("left"), field("right")),
+                _ => (field("pattern"), field("value")),
+            };
+            let (Some(left), Some(right)) = (left, right) else {
+                return;
+            };
+            if left.kind() == "identifier"
+                && let Some(collection) =
+                    iterated(g, right, src).and_then(|c| receiver_name(c, src))
+            {
+                push(receiver_name(left, src), Some(format!("={collection}")));
+            }
         }
         // Go `x := &Foo{}`, `func f(x *Foo)`, `var x Foo`.
         "short_var_declaration" => {

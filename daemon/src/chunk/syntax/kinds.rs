@@ -63,6 +63,8 @@ const DECLARATIONS: &[&str] = &[
     "local_variable_declaration",
     "field_declaration",
     "formal_parameter",
+    "for_statement",
+    "for_expression",
 ];
 
 /// What the walk does at a node.

@@ -1,0 +1,29 @@
+//! A loop's element typed as its collection is (`bindings`' `for` rule): Python's
+//! `for r in self.resources` with `resources: list[Resource]`, Rust's `for f in fields`
+//! with `fields: &[Field]`, `&self.fields`, `fields.iter()`.
+
+use super::{fixture, resolve};
+
+#[test]
+fn a_python_loop_element_is_typed_by_its_collections_declaration() {
+    let view = fixture(&[(
+        "urls.py",
+        "class Resource:\n    def freeze(self):\n        pass\n\nclass Route:\n    def freeze(self):\n        pass\n\nclass Router:\n    def __init__(self):\n        self._resources: list[Resource] = []\n\n    def freeze(self, routes: list[Route]):\n        for resource in self._resources:\n            resource.freeze()\n        for route in routes:\n            route.freeze()\n        for other in range(3):\n            other.freeze()\n",
+    )]);
+    let at = |line| resolve(&view, "urls.py", line, "freeze");
+    assert_eq!(at(15), "urls.py:Resource.freeze (declared type)");
+    assert_eq!(at(17), "urls.py:Route.freeze (declared type)");
+    // What a loop over an untyped value holds is not known.
+    assert!(at(19).starts_with("ambiguous: "), "{}", at(19));
+}
+
+#[test]
+fn a_rust_loop_element_is_typed_by_its_collection_or_its_iter() {
+    let view = fixture(&[(
+        "src/lib.rs",
+        "pub struct Field;\nimpl Field {\n    pub fn skip(&self) -> bool { false }\n}\npub struct Variant;\nimpl Variant {\n    pub fn skip(&self) -> bool { false }\n}\npub struct Container {\n    fields: Vec<Field>,\n}\nimpl Container {\n    fn check(&self, variants: &[Variant]) {\n        for field in &self.fields {\n            field.skip();\n        }\n        for variant in variants.iter() {\n            variant.skip();\n        }\n    }\n}\n",
+    )]);
+    let at = |line| resolve(&view, "src/lib.rs", line, "skip");
+    assert_eq!(at(15), "src/lib.rs:Field::skip (declared type)");
+    assert_eq!(at(18), "src/lib.rs:Variant::skip (declared type)");
+}
