@@ -19,7 +19,10 @@ impl Resolver<'_> {
         line: u32,
         receiver: &str,
     ) -> Result<Option<String>, IndexError> {
-        self.declared_type_at(path, line, receiver, 0)
+        match unindexed(receiver) {
+            Some(element) => self.declared_type_at(path, line, &element, 0),
+            None => self.declared_type_at(path, line, receiver, 0),
+        }
     }
 
     fn declared_type_at(
@@ -549,4 +552,25 @@ fn before_arguments(receiver: &str) -> Option<&str> {
         }
     }
     None
+}
+
+/// A receiver with its subscripts dropped (`variant.fields[0].attrs` ->
+/// `variant.fields.attrs`, `self.handlers[name]` -> `self.handlers`): an element is typed as
+/// its collection is, whose type is recorded by its element's (`Vec<Field>`,
+/// `dict[str, Handler]`). None when it has no subscript, or one not closed.
+fn unindexed(receiver: &str) -> Option<String> {
+    if !receiver.contains('[') {
+        return None;
+    }
+    let mut out = String::with_capacity(receiver.len());
+    let mut depth = 0usize;
+    for c in receiver.chars() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth = depth.checked_sub(1)?,
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    (depth == 0 && !out.is_empty() && !out.ends_with('.')).then_some(out)
 }

@@ -27,3 +27,25 @@ fn a_rust_loop_element_is_typed_by_its_collection_or_its_iter() {
     assert_eq!(at(15), "src/lib.rs:Field::skip (declared type)");
     assert_eq!(at(18), "src/lib.rs:Variant::skip (declared type)");
 }
+
+#[test]
+fn an_element_taken_by_subscript_is_typed_as_its_collection_is() {
+    let view = fixture(&[
+        (
+            "src/lib.rs",
+            "pub struct Attrs;\nimpl Attrs {\n    pub fn skip(&self) -> bool { false }\n}\npub struct Other;\nimpl Other {\n    pub fn skip(&self) -> bool { false }\n}\npub struct Field {\n    pub attrs: Attrs,\n}\npub struct Variant {\n    pub fields: Vec<Field>,\n}\nfn style(variant: &Variant) -> bool {\n    variant.fields[0].attrs.skip()\n}\n",
+        ),
+        (
+            "app.py",
+            "class Handler:\n    def run(self):\n        pass\n\nclass Job:\n    def run(self):\n        pass\n\nclass App:\n    def __init__(self):\n        self.handlers: dict[str, Handler] = {}\n\n    def dispatch(self, name):\n        self.handlers[name].run()\n",
+        ),
+    ]);
+    assert_eq!(
+        resolve(&view, "src/lib.rs", 16, "skip"),
+        "src/lib.rs:Attrs::skip (declared type)"
+    );
+    assert_eq!(
+        resolve(&view, "app.py", 14, "run"),
+        "app.py:Handler.run (declared type)"
+    );
+}
