@@ -15,8 +15,9 @@
 /// Python's quoted annotations (`app: "Application"`) read. 14: definitions nested in a
 /// function (Rust, Python, JavaScript, TypeScript) are symbols. 15: a Python base written
 /// `Mapping[str, Resource]` is `Mapping` alone. 16: a `for` loop's element bound to its
-/// collection's type (Python, Rust).
-pub const CHUNKER_VERSION: u64 = 16;
+/// collection's type (Python, Rust). 17: a Rust local bound to a call's value (`let x =
+/// self.get()?;`) is typed by what the callee is written to return.
+pub const CHUNKER_VERSION: u64 = 17;
 
 pub mod syntax;
 

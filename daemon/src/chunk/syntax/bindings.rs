@@ -18,7 +18,8 @@ pub struct Binding {
     /// The type's bare name (`Connection`), `=name` when the value is another name's
     /// (`self.conn = conn`), `=recv.f()` / `=f()` when it is what a call returns and
     /// `=a.b` an attribute's value (Python: typed by the callee's return annotation, the
-    /// attribute's declaration), or empty for a Rust local whose type is not written.
+    /// attribute's declaration; Rust: by the callee's written return type), or empty for a
+    /// Rust local whose type is not written.
     pub type_name: String,
     /// Line (1-based).
     pub line: u32,
@@ -154,6 +155,48 @@ fn python_value(g: &Grammar, value: Node<'_>, src: &str) -> Option<String> {
     }
 }
 
+/// A Rust value that is what a call returns, as the call is written with its arguments
+/// dropped (`=self.make()`, `=Config::load()`, `=parse()`), through `.await`; through `?`,
+/// `.unwrap()` or `.expect(..)` marked `?` (`=self.get()?`: what is inside the `Option` or
+/// `Result` it returns). Typed by the callee's written return type where it is used.
+fn rust_call(g: &Grammar, value: Node<'_>, src: &str) -> Option<String> {
+    let (call, unwrapped) = rust_unwrapped(g, value, src, false)?;
+    let function = g.field(call, "function")?;
+    let text = node_text(function, src);
+    let plain = text.len() <= 120 && !text.contains(['\n', '{', '|', '!', '"']);
+    let mark = if unwrapped { "?" } else { "" };
+    plain.then(|| format!("={text}(){mark}"))
+}
+
+/// The call a Rust value is, through `?`, `.await`, parentheses, `.unwrap()` and
+/// `.expect(..)`, and whether it was unwrapped on the way.
+fn rust_unwrapped<'t>(
+    g: &Grammar,
+    value: Node<'t>,
+    src: &str,
+    unwrapped: bool,
+) -> Option<(Node<'t>, bool)> {
+    match value.kind() {
+        "try_expression" => rust_unwrapped(g, value.named_child(0)?, src, true),
+        "await_expression" | "parenthesized_expression" => {
+            rust_unwrapped(g, value.named_child(0)?, src, unwrapped)
+        }
+        "call_expression" => {
+            let function = g.field(value, "function")?;
+            let unwraps = function.kind() == "field_expression"
+                && matches!(
+                    node_text(g.field(function, "field")?, src),
+                    "unwrap" | "expect"
+                );
+            if unwraps {
+                return rust_unwrapped(g, g.field(function, "value")?, src, true);
+            }
+            Some((value, unwrapped))
+        }
+        _ => None,
+    }
+}
+
 /// The collection a loop iterates, as a name: `xs`, `self.xs`; Rust's `&xs`, `&mut xs`,
 /// `xs.iter()`, `xs.iter_mut()`, `xs.into_iter()`.
 fn iterated<'t>(g: &Grammar, value: Node<'t>, src: &str) -> Option<Node<'t>> {
@@ -251,8 +294,9 @@ pub fn bindings(g: &Grammar, language: &str, node: Node<'_>, src: &str, out: &mu
             let name = field("pattern").and_then(|n| receiver_name(n, src));
             let declared = field("type").and_then(|t| type_name(language, t, src));
             let made = field("value").and_then(|v| constructed(g, language, v, src));
+            let returned = field("value").and_then(|v| rust_call(g, v, src));
             let untyped = (node.kind() == "let_declaration").then(String::new);
-            push(name, declared.or(made).or(untyped));
+            push(name, declared.or(made).or(returned).or(untyped));
         }
         // Python `for x in xs:`, Rust `for x in xs` (`&xs`, `xs.iter()`): an element is
         // typed as its collection is, whose type is recorded by its element's (`list[Foo]`,

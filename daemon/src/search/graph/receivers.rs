@@ -32,10 +32,19 @@ impl Resolver<'_> {
         receiver: &str,
         depth: u32,
     ) -> Result<Option<String>, IndexError> {
+        // Rust's `let x = self.get()?;` (or `.unwrap()`): what the callee returns, out of
+        // its `Option` or `Result`.
+        if let Some(call) = receiver.strip_suffix('?')
+            && call.ends_with("()")
+        {
+            return self.returned_type_as(path, line, call, depth, true);
+        }
         // Python's `x = self.make()`: what the call returns.
         if receiver.ends_with("()") {
             return match self.language(path)?.as_str() {
                 "python" => self.called_type(path, line, receiver),
+                // Rust's `let x = self.make();`: the callee's written return type.
+                "rust" => self.returned_type(path, line, receiver, depth),
                 _ => Ok(None),
             };
         }
@@ -393,6 +402,19 @@ impl Resolver<'_> {
         receiver: &str,
         depth: u32,
     ) -> Result<Option<String>, IndexError> {
+        self.returned_type_as(path, line, receiver, depth, false)
+    }
+
+    /// [`Self::returned_type`]; with `unwrapped`, the type inside the `Option` or `Result`
+    /// the callee returns (`let conn = self.get()?;`).
+    fn returned_type_as(
+        &self,
+        path: &str,
+        line: u32,
+        receiver: &str,
+        depth: u32,
+        unwrapped: bool,
+    ) -> Result<Option<String>, IndexError> {
         if depth > 2 || self.language(path)? != "rust" {
             return Ok(None);
         }
@@ -437,7 +459,7 @@ impl Resolver<'_> {
             let Some(symbol) = def.record_in(&symbols) else {
                 continue;
             };
-            let ty = match rust::returned_in(&symbol.signature) {
+            let ty = match rust::returned_in_as(&symbol.signature, unwrapped) {
                 Some(ty) if ty == "Self" => match &owner {
                     Some(owner) => owner.clone(),
                     None => return Ok(None),

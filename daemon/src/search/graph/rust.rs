@@ -141,16 +141,32 @@ pub(super) fn after_parameters(signature: &str, open: usize) -> Option<&str> {
 /// `-> Map<Self, F>`: `Map`, `-> &'a mut Foo`: `Foo`); none for a value of no single type
 /// (`Result`, `Option`, `impl Trait`, a tuple) or a function returning nothing.
 pub(super) fn returned_in(signature: &str) -> Option<String> {
+    returned_in_as(signature, false)
+}
+
+/// [`returned_in`], or with `unwrapped` the type inside a returned `Option` or `Result`
+/// (`fn get(&self) -> Option<Conn>`: `Conn`), as `f()?` and `f().unwrap()` give it.
+pub(super) fn returned_in_as(signature: &str, unwrapped: bool) -> Option<String> {
     // The `->` after the parameter list (not one inside it: `f: impl Fn() -> X`).
     let rest = after_parameters(signature, signature.find('(')?)?
         .trim_start()
         .strip_prefix("->")?;
-    let ty = referent(rest.trim_start().trim_start_matches('&'));
+    type_named(rest, unwrapped)
+}
+
+/// The type a written type names (`&'a mut de::Field` -> `Field`); a wrapper names none,
+/// but `Option` and `Result` name their first argument's with `unwrapped`.
+fn type_named(written: &str, unwrapped: bool) -> Option<String> {
+    let ty = referent(written.trim_start().trim_start_matches('&'));
     let path: &str = ty
         .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
         .next()
         .unwrap_or("");
     let name = path.rsplit("::").next().unwrap_or(path);
+    if unwrapped && matches!(name, "Option" | "Result") {
+        let inner = ty[path.len()..].trim_start().strip_prefix('<')?;
+        return type_named(inner, false);
+    }
     let wrapper = matches!(
         name,
         "Result" | "Option" | "Box" | "Vec" | "Rc" | "Arc" | "Cow"
@@ -170,6 +186,20 @@ pub(super) fn referent(after_ampersand: &str) -> &str {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_unwrapped_return_type_is_inside_its_option_or_result() {
+        use super::returned_in_as;
+        let ty = |sig| returned_in_as(sig, true);
+        assert_eq!(ty("fn get(&self) -> Option<Conn>").as_deref(), Some("Conn"));
+        assert_eq!(
+            ty("fn open() -> io::Result<&'a mut fs::File>").as_deref(),
+            Some("File")
+        );
+        assert_eq!(ty("fn f() -> Result<Option<Conn>, E>"), None);
+        assert_eq!(ty("fn f() -> Conn").as_deref(), Some("Conn"));
+        assert_eq!(returned_in_as("fn get(&self) -> Option<Conn>", false), None);
+    }
+
     #[test]
     fn return_types_are_read_from_signatures() {
         use super::returned_in;

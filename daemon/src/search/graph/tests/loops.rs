@@ -49,3 +49,16 @@ fn an_element_taken_by_subscript_is_typed_as_its_collection_is() {
         "app.py:Handler.run (declared type)"
     );
 }
+
+#[test]
+fn a_rust_local_is_typed_by_what_the_called_function_is_written_to_return() {
+    let view = fixture(&[(
+        "src/lib.rs",
+        "pub struct Conn;\nimpl Conn {\n    pub fn close(&self) {}\n}\npub struct File;\nimpl File {\n    pub fn close(&self) {}\n}\npub struct Pool;\nimpl Pool {\n    pub fn get(&self) -> Option<Conn> {\n        None\n    }\n    fn drain(&self) -> Result<(), ()> {\n        let conn = self.get().unwrap();\n        conn.close();\n        let file = open()?;\n        file.close();\n        let other = self.get().map(|c| c);\n        other.close();\n        Ok(())\n    }\n}\nfn open() -> Result<File, ()> {\n    Ok(File)\n}\n",
+    )]);
+    let at = |line| resolve(&view, "src/lib.rs", line, "close");
+    assert_eq!(at(16), "src/lib.rs:Conn::close (declared type)");
+    assert_eq!(at(18), "src/lib.rs:File::close (declared type)");
+    // `map` is nobody's in the project: what it returns is not known.
+    assert!(at(20).starts_with("ambiguous: "), "{}", at(20));
+}
