@@ -140,12 +140,8 @@ pub(super) fn after_parameters(signature: &str, open: usize) -> Option<&str> {
 /// The type a function's `signature` says it returns, as a bare name (`-> Self`,
 /// `-> Map<Self, F>`: `Map`, `-> &'a mut Foo`: `Foo`); none for a value of no single type
 /// (`Result`, `Option`, `impl Trait`, a tuple) or a function returning nothing.
-pub(super) fn returned_in(signature: &str) -> Option<String> {
-    returned_in_as(signature, false)
-}
-
-/// [`returned_in`], or with `unwrapped` the type inside a returned `Option` or `Result`
-/// (`fn get(&self) -> Option<Conn>`: `Conn`), as `f()?` and `f().unwrap()` give it.
+/// With `unwrapped`, the type inside a returned `Option` or `Result` instead (`fn
+/// get(&self) -> Option<Conn>`: `Conn`), as `f()?` and `f().unwrap()` give it.
 pub(super) fn returned_in_as(signature: &str, unwrapped: bool) -> Option<String> {
     // The `->` after the parameter list (not one inside it: `f: impl Fn() -> X`).
     let rest = after_parameters(signature, signature.find('(')?)?
@@ -202,8 +198,7 @@ mod tests {
 
     #[test]
     fn return_types_are_read_from_signatures() {
-        use super::returned_in;
-        let ty = |sig| returned_in(sig);
+        let ty = |sig| super::returned_in_as(sig, false);
         assert_eq!(ty("pub fn new() -> Self").as_deref(), Some("Self"));
         assert_eq!(
             ty("fn map<F>(self, f: F) -> Map<Self, F> where F: Fn(u8) -> u8,").as_deref(),
