@@ -183,7 +183,7 @@ where
         .unwrap_or_else(|| PathBuf::from("."));
     prepare_private_dir(&socket_dir)?;
     check_socket_path(&config.socket_path)?;
-    let _socket_lock = take_lock(&amanmcp_proto::endpoint::socket_lock_path(
+    let socket_lock = take_lock(&amanmcp_proto::endpoint::socket_lock_path(
         &config.socket_path,
     ))?;
     prepare_private_dir(&config.data_dir)?;
@@ -266,6 +266,9 @@ where
         let _ = std::fs::remove_file(&config.socket_path);
     }
     tracing::info!("amanmcpd stopped");
+    // The socket's lock goes with the process: `amanctl stop` waits for it, so it returns
+    // once the daemon has exited, not while its runtime's threads still wind down.
+    std::mem::forget(socket_lock);
     result.map_err(ServerError::from)
 }
 
