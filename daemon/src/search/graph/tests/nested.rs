@@ -2,10 +2,8 @@
 //! nested definition, as the compiler-grade gold has it, and a nested function still sees
 //! its outer function's typed names, not a sibling's.
 
+use super::python::WRITERS;
 use super::{callers_in, fixture, resolve};
-
-/// Two classes with a `drain`, so an untyped receiver is ambiguous between them.
-const WRITERS: &str = "class Writer:\n    def drain(self):\n        pass\n\nclass Other:\n    def drain(self):\n        pass\n";
 
 #[test]
 fn a_call_in_a_nested_python_function_is_the_nested_functions() {

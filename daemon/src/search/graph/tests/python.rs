@@ -4,7 +4,7 @@
 use super::{fixture, resolve};
 
 /// Two classes with a `drain`, so an untyped receiver is ambiguous between them.
-const WRITERS: &str = "class Writer:\n    async def drain(self):\n        pass\n\nclass Other:\n    async def drain(self):\n        pass\n";
+pub(super) const WRITERS: &str = "class Writer:\n    async def drain(self):\n        pass\n\nclass Other:\n    async def drain(self):\n        pass\n";
 
 #[test]
 fn a_local_is_typed_by_what_the_called_definition_is_annotated_to_return() {
