@@ -16,8 +16,9 @@
 /// function (Rust, Python, JavaScript, TypeScript) are symbols. 15: a Python base written
 /// `Mapping[str, Resource]` is `Mapping` alone. 16: a `for` loop's element bound to its
 /// collection's type (Python, Rust). 17: a Rust local bound to a call's value (`let x =
-/// self.get()?;`) is typed by what the callee is written to return.
-pub const CHUNKER_VERSION: u64 = 17;
+/// self.get()?;`) is typed by what the callee is written to return. 18: Python's `with X()
+/// as x` and `except E as e` bind their alias.
+pub const CHUNKER_VERSION: u64 = 18;
 
 pub mod syntax;
 

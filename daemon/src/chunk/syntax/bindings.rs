@@ -298,6 +298,23 @@ pub fn bindings(g: &Grammar, language: &str, node: Node<'_>, src: &str, out: &mu
             let untyped = (node.kind() == "let_declaration").then(String::new);
             push(name, declared.or(made).or(returned).or(untyped));
         }
+        // Python `with Session() as s:`, `with self.pool as p:`, `except Error as e:`: the
+        // alias is what the value constructs or holds (`__enter__` returning its object).
+        "as_pattern" if language == "python" => {
+            let (Some(value), Some(alias)) = (node.named_child(0), field("alias")) else {
+                return;
+            };
+            let target = match alias.kind() {
+                "as_pattern_target" => alias.named_child(0),
+                _ => Some(alias),
+            };
+            let named = (value.kind() == "identifier" && capitalised(node_text(value, src)))
+                .then(|| node_text(value, src).to_string());
+            let ty = constructed(g, language, value, src)
+                .or(named)
+                .or_else(|| python_value(g, value, src));
+            push(target.and_then(|t| receiver_name(t, src)), ty);
+        }
         // Python `for x in xs:`, Rust `for x in xs` (`&xs`, `xs.iter()`): an element is
         // typed as its collection is, whose type is recorded by its element's (`list[Foo]`,
         // `Vec<Foo>`, `&[Foo]`: `Foo`), looked up where the loop is.

@@ -65,6 +65,7 @@ const DECLARATIONS: &[&str] = &[
     "formal_parameter",
     "for_statement",
     "for_expression",
+    "as_pattern",
 ];
 
 /// What the walk does at a node.

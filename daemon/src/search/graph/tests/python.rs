@@ -82,3 +82,19 @@ fn an_imported_class_named_as_a_receiver_is_the_class_not_a_module() {
         "unresolved: imported from `os.path`"
     );
 }
+
+#[test]
+fn a_with_or_except_alias_is_typed_by_its_value() {
+    let view = fixture(&[
+        ("writers.py", WRITERS),
+        (
+            "use.py",
+            "from writers import Writer, Other\n\nclass Failed(Exception):\n    def drain(self):\n        pass\n\ndef go(factory):\n    with Writer() as w:\n        w.drain()\n    try:\n        pass\n    except Failed as e:\n        e.drain()\n    with factory() as f:\n        f.drain()\n",
+        ),
+    ]);
+    let at = |line| resolve(&view, "use.py", line, "drain");
+    assert_eq!(at(9), "writers.py:Writer.drain (declared type)");
+    assert_eq!(at(13), "use.py:Failed.drain (declared type)");
+    // What an untyped factory makes is not known.
+    assert!(at(15).starts_with("ambiguous: "), "{}", at(15));
+}
