@@ -181,20 +181,28 @@ fn rust_unwrapped<'t>(
         "await_expression" | "parenthesized_expression" => {
             rust_unwrapped(g, value.named_child(0)?, src, unwrapped)
         }
-        "call_expression" => {
-            let function = g.field(value, "function")?;
-            let unwraps = function.kind() == "field_expression"
-                && matches!(
-                    node_text(g.field(function, "field")?, src),
-                    "unwrap" | "expect"
-                );
-            if unwraps {
-                return rust_unwrapped(g, g.field(function, "value")?, src, true);
-            }
-            Some((value, unwrapped))
-        }
+        "call_expression" => match method_call(g, value, src) {
+            Some((receiver, "unwrap" | "expect", _)) => rust_unwrapped(g, receiver, src, true),
+            _ => Some((value, unwrapped)),
+        },
         _ => None,
     }
+}
+
+/// A Rust method call's receiver and method, and whether it passes arguments
+/// (`xs.iter()`: `xs`, `iter`, false).
+fn method_call<'t, 's>(
+    g: &Grammar,
+    call: Node<'t>,
+    src: &'s str,
+) -> Option<(Node<'t>, &'s str, bool)> {
+    let function = g.field(call, "function")?;
+    if function.kind() != "field_expression" {
+        return None;
+    }
+    let method = node_text(g.field(function, "field")?, src);
+    let arguments = g.field(call, "arguments")?.named_child_count() > 0;
+    Some((g.field(function, "value")?, method, arguments))
 }
 
 /// The collection a loop iterates, as a name: `xs`, `self.xs`; Rust's `&xs`, `&mut xs`,
@@ -203,17 +211,10 @@ fn iterated<'t>(g: &Grammar, value: Node<'t>, src: &str) -> Option<Node<'t>> {
     match value.kind() {
         "identifier" | "attribute" | "field_expression" => Some(value),
         "reference_expression" => iterated(g, g.field(value, "value")?, src),
-        "call_expression" => {
-            let function = g.field(value, "function")?;
-            let method = node_text(g.field(function, "field")?, src);
-            let no_arguments = g.field(value, "arguments")?.named_child_count() == 0;
-            (function.kind() == "field_expression"
-                && no_arguments
-                && matches!(method, "iter" | "iter_mut" | "into_iter"))
-            .then(|| g.field(function, "value"))
-            .flatten()
-            .and_then(|v| iterated(g, v, src))
-        }
+        "call_expression" => match method_call(g, value, src)? {
+            (receiver, "iter" | "iter_mut" | "into_iter", false) => iterated(g, receiver, src),
+            _ => None,
+        },
         _ => None,
     }
 }

@@ -19,10 +19,8 @@ impl Resolver<'_> {
         line: u32,
         receiver: &str,
     ) -> Result<Option<String>, IndexError> {
-        match unindexed(receiver) {
-            Some(element) => self.declared_type_at(path, line, &element, 0),
-            None => self.declared_type_at(path, line, receiver, 0),
-        }
+        let element = unindexed(receiver);
+        self.declared_type_at(path, line, element.as_deref().unwrap_or(receiver), 0)
     }
 
     fn declared_type_at(
