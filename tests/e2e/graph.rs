@@ -327,4 +327,41 @@ fn callers_callees_trace_and_impact_resolve_by_scope() {
         "{}",
         ran.text()
     );
+
+    // A file importing a class it never calls (a type named) is what `impact` reaches by
+    // the import; `callers` lists calls only.
+    write_file(
+        &root,
+        "pkg/checks.py",
+        "from pkg.app import Writer\n\n\ndef check(w: Writer):\n    return w\n",
+    );
+    let imported = |answer: &Value| {
+        answer["links"].as_array().is_some_and(|links| {
+            links.iter().any(|l| {
+                l["at"] == "pkg/checks.py:1"
+                    && l["imports"] == json!(true)
+                    && l["rule"]
+                        .as_str()
+                        .is_some_and(|r| r.starts_with("imports it"))
+            })
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let answer = graph(
+            &mut shim,
+            "impact",
+            json!({"symbols": ["Writer"], "depth": 1}),
+        );
+        if imported(&answer) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the importing file never appeared: {answer}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let answer = graph(&mut shim, "callers", json!({"symbol": "Writer"}));
+    assert!(!imported(&answer), "{answer}");
 }

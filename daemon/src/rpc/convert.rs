@@ -2,6 +2,7 @@
 
 use amanmcp_proto::pb;
 
+use crate::chunk::syntax::refs::RefKind;
 use crate::index::progress::IndexState;
 use crate::project::ProjectStatus;
 use crate::search::Semantic;
@@ -102,7 +103,8 @@ pub(super) fn graph_reply(
                     .map(graph_def)
                     .collect(),
                 depth: l.depth,
-                inherits: l.inherits,
+                inherits: l.kind == RefKind::Inherit,
+                imports: l.kind == RefKind::Import,
                 project,
             })
             .collect(),

@@ -54,6 +54,9 @@ fn link(l: &pb::GraphLink) -> Value {
     if l.inherits {
         out["inherits"] = json!(true);
     }
+    if l.imports {
+        out["imports"] = json!(true);
+    }
     if let Some(project) = &l.project {
         out["project"] = json!(project);
     }
@@ -353,7 +356,7 @@ pub fn tools(read_only: &ToolAnnotations) -> Vec<Tool> {
         .with_annotations(read_only.clone()),
         Tool::new(
             "impact",
-            "What a change reaches: give `symbols`, or nothing for the working tree's uncommitted changes (`diff`: `--staged` or a range such as `main..HEAD`). Lists the changed definitions, then everything that reaches them by calls or inheritance up to `depth` (default 3), nearest first, tests marked and listed apart.",
+            "What a change reaches: give `symbols`, or nothing for the working tree's uncommitted changes (`diff`: `--staged` or a range such as `main..HEAD`). Lists the changed definitions, then everything that reaches them by calls, inheritance or imports up to `depth` (default 3), nearest first, tests marked and listed apart.",
             input(
                 json!({
                     "symbols": {"type": "array", "items": {"type": "string"}, "maxItems": 50, "description": "Changed definitions (omit to read the change from git)."},

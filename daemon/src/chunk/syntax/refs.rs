@@ -24,6 +24,9 @@ pub enum RefKind {
     Macro,
     /// A base class, an extended interface, an implemented trait.
     Inherit,
+    /// An import naming it (`from m import name`, `use m::Name`): made by the graph from a
+    /// file's imports when it is asked, not read with the calls.
+    Import,
 }
 
 /// One reference to a name.

@@ -39,6 +39,7 @@ impl Writer {
             RefKind::Call => 0,
             RefKind::Inherit => 1,
             RefKind::Macro => 2,
+            RefKind::Import => 3,
         });
         self.opt_str(r.receiver.as_deref());
     }
@@ -99,6 +100,7 @@ impl<'a> Reader<'a> {
                 0 => RefKind::Call,
                 1 => RefKind::Inherit,
                 2 => RefKind::Macro,
+                3 => RefKind::Import,
                 _ => return Err(Corrupt),
             },
             receiver: match self.u8()? {

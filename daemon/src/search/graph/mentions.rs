@@ -96,6 +96,30 @@ pub(super) fn mentions_in(
             reference: r,
         });
     }
+    // The imports naming it, resolved as a use of the name they bind would be; one that
+    // resolves to nothing in the project (an outside package's name) is no mention.
+    for import in refs
+        .imports
+        .iter()
+        .filter(|i| i.name.as_deref() == Some(name))
+    {
+        let r = Reference {
+            name: import.local.clone(),
+            line: import.line,
+            kind: RefKind::Import,
+            receiver: None,
+        };
+        let resolution = resolver.resolve(path, &r)?;
+        if matches!(resolution, Resolution::Unresolved(_)) {
+            continue;
+        }
+        out.push(Mention {
+            resolution,
+            from: caller(resolver, path, &r)?,
+            path: path.to_string(),
+            reference: r,
+        });
+    }
     Ok(out)
 }
 

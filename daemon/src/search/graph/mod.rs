@@ -26,6 +26,7 @@ use resolve::{Def, Defs, GraphView};
 pub use walk::Walk;
 
 use super::Searcher;
+use crate::chunk::syntax::refs::RefKind;
 use crate::error::{Error, IndexError, UserError};
 use crate::index::ProjectIndex;
 use crate::index::store::{StoredRefs, SymbolRecord};
@@ -57,7 +58,7 @@ impl Label {
     }
 }
 
-/// One call (or base class) from `from` to `to`.
+/// One call (or base class, or import) from `from` to `to`.
 #[derive(Debug, Clone)]
 pub struct Link {
     /// The calling definition (a `file` definition for code at a file's top level).
@@ -76,8 +77,8 @@ pub struct Link {
     pub candidates: Defs,
     /// Steps from the asked definitions (1 = direct).
     pub depth: u32,
-    /// A base class rather than a call.
-    pub inherits: bool,
+    /// A call, a base class or an import.
+    pub kind: RefKind,
 }
 
 /// A call of the asked name that resolved to nothing in the project.

@@ -93,11 +93,12 @@ impl<'v> Walk<'v> {
             .collect())
     }
 
-    /// Calls of `target` (and, with `bases`, classes deriving from it), one level.
+    /// Calls of `target` (and, with `impact`, classes deriving from it and imports naming
+    /// it), one level.
     pub fn callers_of(
         &mut self,
         target: &Def,
-        bases: bool,
+        impact: bool,
         depth: u32,
         answer: &mut GraphAnswer,
     ) -> Result<Vec<Link>, Error> {
@@ -106,7 +107,7 @@ impl<'v> Walk<'v> {
         // Calls resolving to nothing are counted once per name, whichever target asks.
         let count_unexplained = self.explained.insert(target.name.clone());
         for m in mentions.iter() {
-            if m.reference.kind == RefKind::Inherit && !bases {
+            if matches!(m.reference.kind, RefKind::Inherit | RefKind::Import) && !impact {
                 continue;
             }
             let (label, rule, candidates) = match &m.resolution {
@@ -133,6 +134,10 @@ impl<'v> Walk<'v> {
                 }
                 _ => continue,
             };
+            let rule = match m.reference.kind {
+                RefKind::Import => format!("imports it ({rule})"),
+                _ => rule,
+            };
             found.push(Link {
                 from: m.from.clone(),
                 to: Some(target.clone()),
@@ -143,9 +148,15 @@ impl<'v> Walk<'v> {
                 rule,
                 candidates,
                 depth,
-                inherits: m.reference.kind == RefKind::Inherit,
+                kind: m.reference.kind,
             });
         }
+        // An import says what a file uses only where no call there says it already.
+        let calling: HashSet<String> = (found.iter())
+            .filter(|l| l.kind != RefKind::Import)
+            .map(|l| l.path.clone())
+            .collect();
+        found.retain(|l| l.kind != RefKind::Import || !calling.contains(&l.path));
         Ok(found)
     }
 
@@ -155,7 +166,7 @@ impl<'v> Walk<'v> {
         let mentions = self.mentions(name)?;
         Ok(mentions
             .iter()
-            .filter(|m| m.reference.kind != RefKind::Inherit)
+            .filter(|m| matches!(m.reference.kind, RefKind::Call | RefKind::Macro))
             .filter_map(|m| match &m.resolution {
                 Resolution::Unresolved(why) => Some(Link {
                     from: m.from.clone(),
@@ -167,7 +178,7 @@ impl<'v> Walk<'v> {
                     rule: why.clone(),
                     candidates: Defs::default(),
                     depth: 1,
-                    inherits: false,
+                    kind: m.reference.kind,
                 }),
                 _ => None,
             })
@@ -297,19 +308,19 @@ impl<'v> Walk<'v> {
                 rule,
                 candidates,
                 depth,
-                inherits: false,
+                kind: r.kind,
             });
         }
         Ok(found)
     }
 
     /// Callers of `targets`, level by level up to `depth`, following resolved and
-    /// ambiguous links.
+    /// ambiguous links (with `impact`, bases and imports too).
     pub fn callers(
         &mut self,
         targets: &[Def],
         depth: u32,
-        bases: bool,
+        impact: bool,
     ) -> Result<GraphAnswer, Error> {
         self.levels(
             targets,
@@ -320,7 +331,7 @@ impl<'v> Walk<'v> {
                 if target.kind == "file" {
                     return Ok(Vec::new());
                 }
-                walk.callers_of(target, bases, d, answer)
+                walk.callers_of(target, impact, d, answer)
             },
             |link| Some(&link.from),
         )
@@ -390,7 +401,7 @@ impl<'v> Walk<'v> {
         Ok(answer)
     }
 
-    /// What reaches `changed` by calls and inheritance, nearest first, tests marked.
+    /// What reaches `changed` by calls, inheritance and imports, nearest first, tests marked.
     pub fn impact(&mut self, changed: &[Def], depth: u32) -> Result<GraphAnswer, Error> {
         let mut answer = self.callers(changed, depth, true)?;
         let mut best: BTreeMap<Def, (u32, u32, Label)> = BTreeMap::new();

@@ -85,6 +85,7 @@ pub async fn graph(kind: &str, args: GraphArgs) -> ExitCode {
                     "label": l.label, "rule": l.rule, "depth": l.depth,
                     "candidates": l.candidates.iter().map(def).collect::<Vec<_>>(),
                     "project": l.project,
+                    "inherits": l.inherits, "imports": l.imports,
                 })
             })
             .collect();

@@ -1,0 +1,91 @@
+//! `impact` follows imports: a file importing a definition by name is reached by a change to
+//! it, though it may never call it (an exception caught, a type named), unless a call there
+//! already links it; `callers` stays calls.
+
+use super::fixture;
+use crate::search::graph::Walk;
+
+/// Python (`from .errors import Timeout`), TypeScript (`import { parse } from "./parse"`)
+/// and Rust (`use crate::errors::Timeout;`) name the definition they import; a name from
+/// outside the project and a module imported whole are no such link.
+#[test]
+fn impact_reaches_the_files_importing_a_definition() {
+    let view = fixture(&[
+        ("pkg/errors.py", "class Timeout(Exception):\n    pass\n"),
+        (
+            "pkg/adapters.py",
+            "import os\nfrom json import loads\nfrom .errors import Timeout\n\ndef send():\n    try:\n        pass\n    except Timeout:\n        pass\n",
+        ),
+        (
+            "pkg/api.py",
+            "from .errors import Timeout as T\n\ndef get():\n    raise T()\n",
+        ),
+        ("pkg/other.py", "from .elsewhere import Timeout\n"),
+        (
+            "web/parse.ts",
+            "export function parse(s: string) { return s; }\n",
+        ),
+        (
+            "web/app.ts",
+            "import { parse } from \"./parse\";\nexport const p = parse;\n",
+        ),
+        ("src/errors.rs", "pub struct Timeout;\n"),
+        (
+            "src/net.rs",
+            "use crate::errors::Timeout;\n\nfn wait() -> Timeout { Timeout }\n",
+        ),
+    ]);
+    let mut walk = Walk::new(&view);
+    let links = |walk: &mut Walk<'_>, name: &str, within: &str, impact: bool| -> Vec<String> {
+        let targets = walk.definitions(name, Some(within)).unwrap();
+        let answer = if impact {
+            walk.impact(&targets, 1).unwrap()
+        } else {
+            walk.callers(&targets, 1, false).unwrap()
+        };
+        let mut out: Vec<String> = answer
+            .links
+            .iter()
+            .map(|l| format!("{}:{} {:?} {}", l.path, l.line, l.kind, l.rule))
+            .collect();
+        out.sort();
+        out
+    };
+    assert_eq!(
+        links(&mut walk, "Timeout", "pkg", true),
+        // `api.py`'s call says it uses it: its import is no second link.
+        [
+            "pkg/adapters.py:3 Import imports it (import)",
+            "pkg/api.py:4 Call import"
+        ]
+    );
+    // Callers are calls: the `raise T()` alone.
+    assert_eq!(
+        links(&mut walk, "Timeout", "pkg", false),
+        ["pkg/api.py:4 Call import"]
+    );
+    assert_eq!(
+        links(&mut walk, "parse", "web", true),
+        ["web/app.ts:1 Import imports it (import)"]
+    );
+    assert_eq!(
+        links(&mut walk, "Timeout", "src", true),
+        ["src/net.rs:1 Import imports it (import)"]
+    );
+    // What an import reaches is the importing file's top level, listed as impacted.
+    let targets = walk.definitions("Timeout", Some("pkg/errors.py")).unwrap();
+    let impact = walk.impact(&targets, 2).unwrap();
+    let reached: Vec<(&str, &str)> = impact
+        .impacted
+        .iter()
+        .map(|i| (i.def.path.as_str(), i.def.kind.as_str()))
+        .collect();
+    assert!(
+        reached.contains(&("pkg/adapters.py", "file")),
+        "{reached:?}"
+    );
+    assert!(
+        !reached.iter().any(|(p, _)| *p == "pkg/other.py"),
+        "{reached:?}"
+    );
+}
