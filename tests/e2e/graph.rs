@@ -329,7 +329,13 @@ fn callers_callees_trace_and_impact_resolve_by_scope() {
     );
 
     // A file importing a class it never calls (a type named) is what `impact` reaches by
-    // the import; `callers` lists calls only.
+    // the import; `callers` lists calls only. Asked once before the file exists, so the
+    // daemon's kept answer for the name must take the new import in.
+    let before = graph(
+        &mut shim,
+        "impact",
+        json!({"symbols": ["Writer"], "depth": 1}),
+    );
     write_file(
         &root,
         "pkg/checks.py",
@@ -362,6 +368,7 @@ fn callers_callees_trace_and_impact_resolve_by_scope() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+    assert!(!imported(&before), "{before}");
     let answer = graph(&mut shim, "callers", json!({"symbol": "Writer"}));
     assert!(!imported(&answer), "{answer}");
 }
