@@ -17,8 +17,9 @@
 /// `Mapping[str, Resource]` is `Mapping` alone. 16: a `for` loop's element bound to its
 /// collection's type (Python, Rust). 17: a Rust local bound to a call's value (`let x =
 /// self.get()?;`) is typed by what the callee is written to return. 18: Python's `with X()
-/// as x` and `except E as e` bind their alias.
-pub const CHUNKER_VERSION: u64 = 18;
+/// as x` and `except E as e` bind their alias. 19: a type name may start with `$`
+/// (TypeScript's `$ZodRegistry`).
+pub const CHUNKER_VERSION: u64 = 19;
 
 pub mod syntax;
 

@@ -63,9 +63,10 @@ const WRAPPERS: &[&str] = &[
 ];
 
 /// Whether `name` is spelled as a type is: a capital first letter after any leading
-/// underscores (`Pool`, Python's private `_DNSCacheTable`).
+/// underscores or dollar signs (`Pool`, Python's private `_DNSCacheTable`, TypeScript's
+/// `$ZodType`).
 pub(crate) fn capitalised(name: &str) -> bool {
-    name.trim_start_matches('_')
+    name.trim_start_matches(['_', '$'])
         .chars()
         .next()
         .is_some_and(char::is_uppercase)

@@ -9,6 +9,7 @@
 //! dropped silently: "no callers" is only said when no call of the name is left unexplained.
 
 pub mod diff;
+mod imported;
 mod members;
 pub mod memo;
 mod mentions;

@@ -227,15 +227,16 @@ impl Resolver<'_> {
         receiver: &str,
         methods: &Defs,
     ) -> Result<Option<Resolution>, IndexError> {
-        let (ty, how) = match self.declared_type(path, line, receiver)? {
-            Some(ty) => (ty, "declared type"),
-            None => match self.returned_type(path, line, receiver, 0)? {
-                Some(ty) => (ty, "returned type"),
-                None => match self.dereferenced_self(path, line, receiver)? {
-                    Some(ty) => (ty, "dereferenced self"),
-                    None => return Ok(None),
-                },
-            },
+        let (ty, how) = if let Some(ty) = self.declared_type(path, line, receiver)? {
+            (ty, "declared type")
+        } else if let Some(ty) = self.returned_type(path, line, receiver, 0)? {
+            (ty, "returned type")
+        } else if let Some(ty) = self.dereferenced_self(path, line, receiver)? {
+            (ty, "dereferenced self")
+        } else if let Some(ty) = self.imported_value_type(path, receiver)? {
+            (ty, "imported value's type")
+        } else {
+            return Ok(None);
         };
         // A generic parameter (`visitor: V` with `V: Visitor`) stands for its bounds.
         let mut types = vec![ty.clone()];

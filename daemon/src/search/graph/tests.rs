@@ -7,6 +7,7 @@ use super::*;
 use crate::chunk::syntax::chunk_file;
 use crate::files::lang::language_of;
 
+mod imported;
 mod imports;
 mod loops;
 mod memo;
