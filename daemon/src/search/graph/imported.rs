@@ -4,7 +4,6 @@
 //! type is the one that module's declaration writes or constructs (`export const
 //! globalRegistry: Registry = ...`, `app = FastAPI()`), never inferred.
 
-use super::modules::module_files;
 use super::resolve::Resolver;
 use crate::chunk::syntax::DECLARED;
 use crate::error::IndexError;
@@ -18,39 +17,33 @@ impl Resolver<'_> {
         receiver: &str,
     ) -> Result<Option<String>, IndexError> {
         let language = self.language(path)?;
-        // `value` imported by name, or `ns.value` with `ns` a module imported whole (Python's
-        // `from pkg import module` too).
-        let (module, name) = match receiver.split_once('.') {
-            None => match self.import_of(path, receiver)? {
-                Some(import) => match import.name {
-                    Some(name) if !matches!(name.as_str(), "*" | "default" | "self") => {
-                        (import.module, name)
-                    }
-                    _ => return Ok(None),
-                },
-                None => return Ok(None),
-            },
-            Some((ns, name)) if !name.contains('.') => match self.import_of(path, ns)? {
-                Some(import) => match import.name.as_deref() {
-                    None | Some("*") => (import.module, name.to_string()),
-                    Some(sub) if language == "python" => {
-                        let dot = if import.module.ends_with('.') {
-                            ""
-                        } else {
-                            "."
-                        };
-                        (format!("{}{dot}{sub}", import.module), name.to_string())
-                    }
-                    Some(_) => return Ok(None),
-                },
-                None => return Ok(None),
-            },
+        let (local, value) = match receiver.split_once('.') {
+            None => (receiver, None),
+            Some((ns, value)) if !value.contains('.') => (ns, Some(value)),
             Some(_) => return Ok(None),
         };
-        for file in module_files(&language, path, &module) {
-            if self.language(&file).map_or(true, |l| l.is_empty()) {
-                continue;
+        let Some(import) = self.import_of(path, local)? else {
+            return Ok(None);
+        };
+        let (module, name) = match (value, import.name.as_deref()) {
+            // `value` imported by name.
+            (None, Some(name)) if !matches!(name, "*" | "default" | "self") => {
+                (import.module.clone(), name.to_string())
             }
+            // `ns.value` with `ns` a module imported whole.
+            (Some(value), None | Some("*")) => (import.module.clone(), value.to_string()),
+            // Python's `from pkg import module`, then `module.value`.
+            (Some(value), Some(sub)) if language == "python" => {
+                let dot = if import.module.ends_with('.') {
+                    ""
+                } else {
+                    "."
+                };
+                (format!("{}{dot}{sub}", import.module), value.to_string())
+            }
+            _ => return Ok(None),
+        };
+        for file in self.indexed_module_files(&language, path, &module) {
             let refs = self.refs(&file)?;
             for b in refs.bindings_named(&[name.as_str()]) {
                 // Only the module's own top level: a local of one of its functions is not

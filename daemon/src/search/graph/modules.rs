@@ -2,6 +2,8 @@
 //! module paths: Python packages (`a.b`, `.util`), JS/TS relative paths and `index` files,
 //! Rust `crate::`/`super::`/`self::` paths, Go import paths (a directory).
 
+use super::resolve::Resolver;
+
 /// `path` without its last extension.
 fn stem_path(path: &str) -> &str {
     match path.rfind('.') {
@@ -212,9 +214,23 @@ fn spelled_per_definition(
     }
 }
 
+impl Resolver<'_> {
+    /// Those of [`module_files`] the index holds, most likely first.
+    pub(super) fn indexed_module_files<'a>(
+        &'a self,
+        language: &str,
+        importer: &str,
+        module: &str,
+    ) -> impl Iterator<Item = String> + 'a {
+        module_files(language, importer, module)
+            .into_iter()
+            .filter(|f| self.language(f).is_ok_and(|l| !l.is_empty()))
+    }
+}
+
 /// The project files an import of `module` from `importer` may name (to follow what they
 /// re-export), most likely first.
-pub fn module_files(language: &str, importer: &str, module: &str) -> Vec<String> {
+fn module_files(language: &str, importer: &str, module: &str) -> Vec<String> {
     match language {
         "python" => {
             let (package, rest) = python_path(importer, module);

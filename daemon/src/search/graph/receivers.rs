@@ -2,7 +2,6 @@
 //! type (a parameter, local or field, as written), an imported module, a class named or
 //! constructed there (`Foo.bar`, `Foo().bar`), else a value of unknown type: ambiguous.
 
-use super::modules::module_files;
 use super::resolve::{CLASS_LIKE, Def, Defs, Resolution, Resolver};
 use super::rust;
 use crate::chunk::syntax::refs::Import;
@@ -377,10 +376,7 @@ impl Resolver<'_> {
         else {
             return Ok(None);
         };
-        let Some(file) = module_files(language, path, &module)
-            .into_iter()
-            .find(|f| self.language(f).is_ok_and(|l| !l.is_empty()))
-        else {
+        let Some(file) = self.indexed_module_files(language, path, &module).next() else {
             return Ok(None);
         };
         let refs = self.refs(&file)?;

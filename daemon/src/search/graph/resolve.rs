@@ -13,7 +13,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use super::memo::Deps;
-use super::modules::{ImportTarget, dir_of, module_files};
+use super::modules::{ImportTarget, dir_of};
 use super::rust;
 use crate::chunk::syntax::refs::{Import, RefKind, Reference};
 use crate::error::IndexError;
@@ -524,10 +524,7 @@ impl<'v> Resolver<'v> {
             if !matched.is_empty() || hops >= 4 || seen.len() > 64 {
                 continue;
             }
-            let Some(file) = module_files(language, &from, &module)
-                .into_iter()
-                .find(|f| self.language(f).is_ok_and(|l| !l.is_empty()))
-            else {
+            let Some(file) = self.indexed_module_files(language, &from, &module).next() else {
                 continue;
             };
             if !seen.insert(file.clone()) {
