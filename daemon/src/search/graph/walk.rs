@@ -151,12 +151,15 @@ impl<'v> Walk<'v> {
                 kind: m.reference.kind,
             });
         }
-        // An import says what a file uses only where no call there says it already.
-        let calling: HashSet<String> = (found.iter())
-            .filter(|l| l.kind != RefKind::Import)
-            .map(|l| l.path.clone())
-            .collect();
-        found.retain(|l| l.kind != RefKind::Import || !calling.contains(&l.path));
+        // An import says what a file uses only where no call there says it already (only
+        // `impact` keeps imports: `callers` pays nothing for this).
+        if impact {
+            let calling: HashSet<String> = (found.iter())
+                .filter(|l| l.kind != RefKind::Import)
+                .map(|l| l.path.clone())
+                .collect();
+            found.retain(|l| l.kind != RefKind::Import || !calling.contains(&l.path));
+        }
         Ok(found)
     }
 
