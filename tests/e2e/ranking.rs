@@ -2,7 +2,7 @@
 //! the name, and source outranks tests and docs that repeat the query's words (also when a
 //! pasted issue quotes its failing test), and a rare word's only chunks come before what
 //! the vectors found by meaning alone, and a query naming the project's own language finds no
-//! file by that word.
+//! file by that word; a pasted issue's links and HTML find none either.
 
 use amanmcp_tests::{Shim, TestEnv, result_paths as paths};
 use serde_json::{Value, json};
@@ -205,6 +205,36 @@ fn a_pasted_issue_finds_the_code_not_the_test_it_quotes() {
             "{mode}: {test}"
         );
     }
+}
+
+/// A pasted issue's screenshot and links are not words of the question: the image's
+/// address (`….png`) names no file, and neither do its tag's attributes.
+#[test]
+fn a_pasted_issue_s_links_and_html_find_no_file() {
+    let env = TestEnv::new();
+    let png_py =
+        "def write_png(width, alt):\n    \"\"\"PNG encoder.\"\"\"\n    return encode(width, alt)\n";
+    let root = env.project(
+        "proj",
+        &[
+            ("src/sync/broadcast.rs", BROADCAST_RS),
+            ("tests/broadcast_test.rs", BROADCAST_TEST_RS),
+            ("util/png.py", png_py),
+        ],
+    );
+    let mut shim = Shim::start(&env, &root);
+    shim.initialize();
+    shim.search_until("write_png", "util/png.py");
+    let screenshot = "Result:\n<img width=\"148\" alt=\"Screenshot\" \
+        src=\"https://user-images.githubusercontent.com/748828/83331159-4eab.png\">\n\
+        ![trace](https://example.com/shots/trace.png)\n";
+    let issue = format!("{ISSUE}\n{screenshot}");
+    let reply = shim.call_tool("search", json!({"query": issue, "mode": "lexical"}));
+    assert_eq!(paths(&reply)[0], "src/sync/broadcast.rs", "{reply}");
+    assert!(
+        result_for(&reply, "util/png.py").is_none(),
+        "the screenshot's address found a file: {reply}"
+    );
 }
 
 #[test]

@@ -10,6 +10,7 @@ pub mod fusion;
 pub mod graph;
 pub mod label;
 pub mod lookup;
+pub mod pasted;
 pub mod query;
 pub mod rank;
 pub mod semantic;
@@ -172,23 +173,32 @@ impl Searcher<'_> {
             .into());
         }
         let filters = self.filters(params)?;
-        let mentioned = self.mentioned_files(&params.query)?;
-        let profile = rank::Profile::new(&params.query);
-        let mut terms = query::weighted_terms(&params.query);
+        let mut profile = rank::Profile::new(&params.query);
+        // A pasted issue is searched for without its links and HTML ([`pasted`]).
+        let text = match profile.kind {
+            rank::QueryKind::Issue => pasted::without_markup(&params.query),
+            _ => std::borrow::Cow::Borrowed(params.query.as_str()),
+        };
+        if text != params.query {
+            profile = rank::Profile::new(&text);
+            profile.kind = rank::QueryKind::Issue;
+        }
+        let mentioned = self.mentioned_files(&text)?;
+        let mut terms = query::weighted_terms(&text);
         // "... in python", asked of a Python project, tells no file apart.
         let own_language = query::project_language_terms(&terms, |language| {
             self.index.lexical.language_share(language)
         });
         terms.retain(|(term, _)| !own_language.contains(term));
         if profile.kind == rank::QueryKind::Issue {
-            query::weight_title(&mut terms, &params.query);
+            query::weight_title(&mut terms, &text);
         }
         // Prose says `threads`, `scheduled`; code says `thread`, `scheduler`.
         if terms.len() <= fusion::LONG_QUERY_TERMS {
             query::add_variants(&mut terms, |form| self.index.lexical.doc_share(form) > 0.0);
         }
         let lexical_query = |offset, limit| LexicalQuery {
-            text: &params.query,
+            text: &text,
             terms: &terms,
             paths: filters.paths.as_deref(),
             language: filters.language.as_deref(),
@@ -211,8 +221,8 @@ impl Searcher<'_> {
         // tokens, and the start of an issue's body is a template or a traceback as often as
         // it is the subject.
         let meaning = match profile.kind {
-            rank::QueryKind::Issue => query::title(&params.query),
-            _ => params.query.as_str(),
+            rank::QueryKind::Issue => query::title(&text),
+            _ => &text,
         };
         let meaning = query::without_words(meaning, &own_language);
         // The query's embedding and nearest neighbours (the slower half) run on a search
