@@ -18,8 +18,9 @@
 /// collection's type (Python, Rust). 17: a Rust local bound to a call's value (`let x =
 /// self.get()?;`) is typed by what the callee is written to return. 18: Python's `with X()
 /// as x` and `except E as e` bind their alias. 19: a type name may start with `$`
-/// (TypeScript's `$ZodRegistry`).
-pub const CHUNKER_VERSION: u64 = 19;
+/// (TypeScript's `$ZodRegistry`). 20: a TypeScript local bound to a call's value (`const c =
+/// this.make()`) is typed by what the callee is written to return.
+pub const CHUNKER_VERSION: u64 = 20;
 
 pub mod syntax;
 

@@ -143,17 +143,32 @@ fn constructed(g: &Grammar, language: &str, value: Node<'_>, src: &str) -> Optio
 fn python_value(g: &Grammar, value: Node<'_>, src: &str) -> Option<String> {
     match value.kind() {
         "await" | "parenthesized_expression" => python_value(g, value.named_child(0)?, src),
-        "call" => {
-            let (name, receiver) = callee(g, value, src)?;
-            Some(match receiver.map(cut_receiver).filter(|r| !r.is_empty()) {
-                Some(receiver) if receiver.len() <= 80 => format!("={receiver}.{name}()"),
-                Some(_) => return None,
-                None => format!("={name}()"),
-            })
-        }
+        "call" => call_value(g, value, src),
         "attribute" => receiver_name(value, src).map(|v| format!("={v}")),
         _ => None,
     }
+}
+
+/// A TypeScript value that is what a call returns (`=this.make()`, `=make()`), awaited or
+/// not: typed by the callee's written return type where it is used.
+fn script_call(g: &Grammar, value: Node<'_>, src: &str) -> Option<String> {
+    match value.kind() {
+        "await_expression" | "parenthesized_expression" => {
+            script_call(g, value.named_child(0)?, src)
+        }
+        "call_expression" => call_value(g, value, src),
+        _ => None,
+    }
+}
+
+/// A call as a value typed where it is used: `=recv.f()`, `=f()` (arguments dropped).
+fn call_value(g: &Grammar, call: Node<'_>, src: &str) -> Option<String> {
+    let (name, receiver) = callee(g, call, src)?;
+    Some(match receiver.map(cut_receiver).filter(|r| !r.is_empty()) {
+        Some(receiver) if receiver.len() <= 80 => format!("={receiver}.{name}()"),
+        Some(_) => return None,
+        None => format!("={name}()"),
+    })
 }
 
 /// A Rust value that is what a call returns, as the call is written with its arguments
@@ -264,13 +279,17 @@ pub fn bindings(g: &Grammar, language: &str, node: Node<'_>, src: &str, out: &mu
             let ty = field("type").and_then(|t| type_name(language, t, src));
             push(name.and_then(|n| receiver_name(n, src)), ty);
         }
-        // JS/TS `const x: Foo = ...`, `let x = new Foo()`.
+        // JS/TS `const x: Foo = ...`, `let x = new Foo()`; TS `const x = this.make()`,
+        // typed by the callee's written return type where it is used.
         "variable_declarator" => {
             let declared = field("type").and_then(|t| type_name(language, t, src));
             let made = field("value").and_then(|v| constructed(g, language, v, src));
+            let returned = field("value")
+                .filter(|_| matches!(language, "typescript" | "tsx"))
+                .and_then(|v| script_call(g, v, src));
             push(
                 field("name").and_then(|n| receiver_name(n, src)),
-                declared.or(made),
+                declared.or(made).or(returned),
             );
         }
         // TS `f(x: Foo)`, `constructor(private x: Foo)` (also `this.x`); class fields.

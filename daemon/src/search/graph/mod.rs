@@ -18,6 +18,7 @@ mod python;
 mod receivers;
 pub mod resolve;
 mod rust;
+mod script;
 #[cfg(test)]
 mod tests;
 mod walk;

@@ -91,7 +91,11 @@ impl Resolver<'_> {
                 let Some(symbol) = def.record_in(&symbols) else {
                     return Ok(None);
                 };
-                match returned_in(&symbol.signature) {
+                let written = match self.language(&def.path)?.as_str() {
+                    "typescript" | "tsx" => super::script::returned_in(&symbol.signature),
+                    _ => returned_in(&symbol.signature),
+                };
+                match written {
                     Some(ty) if ty == "Self" => match self.owner(def)? {
                         Some(owner) => owner.name.clone(),
                         None => return Ok(None),

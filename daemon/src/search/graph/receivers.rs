@@ -39,7 +39,7 @@ impl Resolver<'_> {
         // Python's `x = self.make()`: what the call returns.
         if receiver.ends_with("()") {
             return match self.language(path)?.as_str() {
-                "python" => self.called_type(path, line, receiver),
+                "python" | "typescript" | "tsx" => self.called_type(path, line, receiver),
                 // Rust's `let x = self.make();`: the callee's written return type (a call
                 // written as the receiver itself is `declared`'s to type, as returned).
                 "rust" if depth > 0 => self.returned_type(path, line, receiver, depth),

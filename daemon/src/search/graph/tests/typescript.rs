@@ -1,5 +1,5 @@
 //! TypeScript scopes on small fixtures through the real chunker: a class header over
-//! several lines, a module re-exported under a name.
+//! several lines, a module re-exported under a name, a local given what a call returns.
 
 use super::{fixture, resolve};
 
@@ -35,5 +35,23 @@ fn a_name_imported_from_a_module_that_re_exports_a_module_under_it_is_that_modul
     assert_eq!(
         resolve(&view, "classic/schemas.ts", 4, "normalizeParams"),
         "core/util.ts:normalizeParams (module)"
+    );
+}
+
+#[test]
+fn a_local_given_what_a_call_returns_is_of_the_written_return_type() {
+    let view = fixture(&[(
+        "pool.ts",
+        "export class Conn {\n  close(): void {}\n}\n\nexport class File {\n  close(): void {}\n}\n\nexport class Pool {\n  get(): Conn {\n    return new Conn();\n  }\n  async fetch(): Promise<Conn> {\n    return new Conn();\n  }\n}\n\nexport function release(pool: Pool): void {\n  const conn = pool.get();\n  conn.close();\n  const later = pool.fetch();\n  later.close();\n}\n",
+    )]);
+    assert_eq!(
+        resolve(&view, "pool.ts", 20, "close"),
+        "pool.ts:Conn.close (declared type)"
+    );
+    // A `Promise<Conn>` is no `Conn` until awaited: left ambiguous.
+    assert!(
+        resolve(&view, "pool.ts", 22, "close").starts_with("ambiguous"),
+        "{}",
+        resolve(&view, "pool.ts", 22, "close")
     );
 }
