@@ -137,38 +137,26 @@ fn constructed(g: &Grammar, language: &str, value: Node<'_>, src: &str) -> Optio
     }
 }
 
-/// A Python value typed where it is used: what a call returns (`=self._start()`,
-/// `=make()`, awaited or not) or an attribute's value (`=self._payload_writer`,
-/// `=request.writer`).
-fn python_value(g: &Grammar, value: Node<'_>, src: &str) -> Option<String> {
+/// A value typed where it is used: what a call returns (Python `=self._start()`, `=make()`,
+/// TypeScript `=this.make()`), awaited or not, or (Python) an attribute's value
+/// (`=self._payload_writer`, `=request.writer`). Each grammar's kinds are its own (`call`,
+/// `await`, `attribute` are Python's; `call_expression`, `await_expression` TypeScript's).
+fn used_value(g: &Grammar, value: Node<'_>, src: &str) -> Option<String> {
     match value.kind() {
-        "await" | "parenthesized_expression" => python_value(g, value.named_child(0)?, src),
-        "call" => call_value(g, value, src),
+        "await" | "await_expression" | "parenthesized_expression" => {
+            used_value(g, value.named_child(0)?, src)
+        }
+        "call" | "call_expression" => {
+            let (name, receiver) = callee(g, value, src)?;
+            Some(match receiver.map(cut_receiver).filter(|r| !r.is_empty()) {
+                Some(receiver) if receiver.len() <= 80 => format!("={receiver}.{name}()"),
+                Some(_) => return None,
+                None => format!("={name}()"),
+            })
+        }
         "attribute" => receiver_name(value, src).map(|v| format!("={v}")),
         _ => None,
     }
-}
-
-/// A TypeScript value that is what a call returns (`=this.make()`, `=make()`), awaited or
-/// not: typed by the callee's written return type where it is used.
-fn script_call(g: &Grammar, value: Node<'_>, src: &str) -> Option<String> {
-    match value.kind() {
-        "await_expression" | "parenthesized_expression" => {
-            script_call(g, value.named_child(0)?, src)
-        }
-        "call_expression" => call_value(g, value, src),
-        _ => None,
-    }
-}
-
-/// A call as a value typed where it is used: `=recv.f()`, `=f()` (arguments dropped).
-fn call_value(g: &Grammar, call: Node<'_>, src: &str) -> Option<String> {
-    let (name, receiver) = callee(g, call, src)?;
-    Some(match receiver.map(cut_receiver).filter(|r| !r.is_empty()) {
-        Some(receiver) if receiver.len() <= 80 => format!("={receiver}.{name}()"),
-        Some(_) => return None,
-        None => format!("={name}()"),
-    })
 }
 
 /// A Rust value that is what a call returns, as the call is written with its arguments
@@ -268,7 +256,7 @@ pub fn bindings(g: &Grammar, language: &str, node: Node<'_>, src: &str, out: &mu
             // `self.x = x`: the type of another name, looked up where it is used.
             let copied = field("right").and_then(|v| match v.kind() {
                 "identifier" => Some(format!("={}", node_text(v, src))),
-                _ if language == "python" => python_value(g, v, src),
+                _ if language == "python" => used_value(g, v, src),
                 _ => None,
             });
             push(receiver_name(left, src), declared.or(made).or(copied));
@@ -286,7 +274,7 @@ pub fn bindings(g: &Grammar, language: &str, node: Node<'_>, src: &str, out: &mu
             let made = field("value").and_then(|v| constructed(g, language, v, src));
             let returned = field("value")
                 .filter(|_| matches!(language, "typescript" | "tsx"))
-                .and_then(|v| script_call(g, v, src));
+                .and_then(|v| used_value(g, v, src));
             push(
                 field("name").and_then(|n| receiver_name(n, src)),
                 declared.or(made).or(returned),
@@ -333,7 +321,7 @@ pub fn bindings(g: &Grammar, language: &str, node: Node<'_>, src: &str, out: &mu
                 .then(|| node_text(value, src).to_string());
             let ty = constructed(g, language, value, src)
                 .or(named)
-                .or_else(|| python_value(g, value, src));
+                .or_else(|| used_value(g, value, src));
             push(target.and_then(|t| receiver_name(t, src)), ty);
         }
         // Python `for x in xs:`, Rust `for x in xs` (`&xs`, `xs.iter()`): an element is

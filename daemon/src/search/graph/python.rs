@@ -1,6 +1,7 @@
 //! Python values typed by what is written elsewhere, as a type checker reads them: a local
 //! given what a call returns (`writer = await self._start(req)` with `async def _start(...)
-//! -> StreamWriter`), an attribute of a typed value (`request.writer`: a field declared in
+//! -> StreamWriter`; a TypeScript local the same way, by the return type [`super::script`]
+//! reads), an attribute of a typed value (`request.writer`: a field declared in
 //! the class, or a property's return annotation), up a class's bases. Only annotations are
 //! read, never inferred: a callee without one, or candidates that disagree, leave the
 //! value untyped.
