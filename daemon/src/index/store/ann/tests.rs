@@ -37,6 +37,17 @@ pub(in crate::index::store) fn add_file_with(
     ids: std::ops::Range<u64>,
     vector: impl Fn(u64) -> Vec<f32>,
 ) {
+    add_file_hashed(store, path, ids, |id| 1_000_000 + id, vector);
+}
+
+/// [`add_file_with`], chunk `id`'s text hash `hash(id)` (chunks of one text share a hash).
+pub(in crate::index::store) fn add_file_hashed(
+    store: &Store,
+    path: &str,
+    ids: std::ops::Range<u64>,
+    hash: impl Fn(u64) -> u64,
+    vector: impl Fn(u64) -> Vec<f32>,
+) {
     let chunks: Vec<(u64, ChunkRecord)> = ids
         .clone()
         .map(|id| {
@@ -46,7 +57,7 @@ pub(in crate::index::store) fn add_file_with(
                 end_line: 1,
                 symbol: None,
                 kind: None,
-                hash: 1_000_000 + id,
+                hash: hash(id),
             };
             (id, record)
         })
@@ -62,7 +73,7 @@ pub(in crate::index::store) fn add_file_with(
         .clone()
         .map(|id| EmbeddedChunk {
             chunk_id: id,
-            hash: 1_000_000 + id,
+            hash: hash(id),
             vector: vector(id),
         })
         .collect();

@@ -19,12 +19,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use heed::RoTxn;
-use heed::types::Bytes;
 use roaring::RoaringBitmap;
 
-use super::quantized::{
-    Int8Probe, Probe, SignDot, int8_norm, int8_values, query_sign_words, sign_distance, sign_words,
-};
+use super::quantized::{Int8Probe, Probe, SignDot, int8_values, query_sign_words, sign_distance};
 use super::{Fail, Store};
 
 /// What the in-memory copy may hold: int8 rows up to `int8` bytes, else sign rows (and their
@@ -483,87 +480,8 @@ impl Store {
             self.exact.0.building.store(false, Ordering::Release);
         }
     }
-
-    /// Every live chunk's cached vector, read at `generation`, as int8 rows or sign rows
-    /// (whichever `bounds` lets it be); `None` when they would take more than both, or when
-    /// some chunk's vector is in the graph but not in the cache (a scan would miss it).
-    fn exact_vectors(
-        &self,
-        rtxn: &RoTxn,
-        generation: u64,
-        dims: usize,
-        bounds: Bounds,
-    ) -> Result<Option<ExactVectors>, Fail> {
-        let width = dims + 4;
-        let chunks = self.chunks.len(rtxn)? as usize;
-        let Some(kind) = bounds.kind(chunks, dims) else {
-            return Ok(None);
-        };
-        // Chunk ids by text hash, then the cache (in hash order) joined to them: both are
-        // sequential scans, and a pair is 16 bytes a chunk.
-        let mut by_hash: Vec<(u64, u64)> = Vec::with_capacity(chunks);
-        for item in self.chunks.remap_data_type::<Bytes>().iter(rtxn)? {
-            let (id, record) = item?;
-            if let Some(hash) = super::codec::chunk_hash(record) {
-                by_hash.push((hash, id));
-            }
-        }
-        by_hash.sort_unstable();
-        // What the scan read of the map need not stay resident while the cache is read.
-        self.release_mapped_pages();
-        let mut found: Vec<(u64, &[u8])> = Vec::with_capacity(chunks);
-        let mut next = 0;
-        for item in self.embed_cache.iter(rtxn)? {
-            let (hash, bytes) = item?;
-            while next < by_hash.len() && by_hash[next].0 < hash {
-                next += 1;
-            }
-            if bytes.len() != width {
-                continue;
-            }
-            while next < by_hash.len() && by_hash[next].0 == hash {
-                found.push((by_hash[next].1, bytes));
-                next += 1;
-            }
-        }
-        drop(by_hash);
-        let waiting = self.embed_pending.len(rtxn)? as usize;
-        if found.len() + waiting < chunks {
-            return Ok(None);
-        }
-        found.sort_unstable_by_key(|(id, _)| *id);
-        let rows = match kind {
-            Kind::Int8 => {
-                let mut rows = Vec::with_capacity(found.len() * width);
-                for (_, bytes) in &found {
-                    rows.extend_from_slice(bytes);
-                }
-                Rows::Int8 {
-                    rows,
-                    norms: found
-                        .iter()
-                        .map(|(_, b)| int8_norm(int8_values(b)))
-                        .collect(),
-                }
-            }
-            Kind::Signs => {
-                let words = dims.div_ceil(64);
-                let mut rows = Vec::with_capacity(found.len() * words);
-                for (_, bytes) in &found {
-                    rows.extend(sign_words(int8_values(bytes)));
-                }
-                Rows::Signs { words, rows }
-            }
-        };
-        Ok(Some(ExactVectors {
-            generation,
-            built: Instant::now(),
-            dims,
-            ids: found.into_iter().map(|(id, _)| id).collect(),
-            rows,
-        }))
-    }
 }
 
+mod build;
 #[cfg(test)]
 pub(super) mod tests;

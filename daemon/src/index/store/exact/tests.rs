@@ -1,6 +1,6 @@
 //! The in-memory copy: its scans against the truth, its bounds, and how it follows commits.
-use super::super::ann::tests::{add_file_with, remove_file, values};
-use super::super::quantized::quantized_bytes;
+use super::super::ann::tests::{add_file_hashed, add_file_with, remove_file, values};
+use super::super::quantized::{int8_norm, quantized_bytes, sign_words};
 use super::*;
 
 /// Wait (bounded) until `ready` holds.
@@ -127,6 +127,67 @@ fn vectors_too_many_for_memory_or_not_all_cached_are_not_copied() {
     assert!(copy(16, 60 * 20 - 1, 60 * 16 - 1).is_none());
     // Vectors of other dimensions: a scan would miss the chunks the graph has.
     assert!(copy(8, usize::MAX, usize::MAX).is_none());
+}
+
+#[test]
+fn chunks_of_one_text_share_its_cached_vector_in_either_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let dims = 96;
+    let mut next = values(5);
+    let vectors: Vec<Vec<f32>> = (0..40)
+        .map(|_| (0..dims).map(|_| next()).collect())
+        .collect();
+    // b.rs copies a.rs's 40 texts; c.rs holds chunk 80's text once more, under another id.
+    add_file_with(&store, "a.rs", 0..40, |id| vectors[id as usize].clone());
+    add_file_hashed(
+        &store,
+        "b.rs",
+        40..80,
+        |id| 1_000_000 + id - 40,
+        |id| vectors[id as usize - 40].clone(),
+    );
+    add_file_hashed(&store, "c.rs", 80..81, |_| 1_000_007, |_| vectors[7].clone());
+    let at = |ids: &[u64], id: u64| ids.iter().position(|i| *i == id).unwrap();
+    for bounds in [
+        Bounds {
+            int8: usize::MAX,
+            signs: 0,
+        },
+        Bounds {
+            int8: 0,
+            signs: usize::MAX,
+        },
+    ] {
+        let copy = store
+            .read(|rtxn| store.exact_vectors(rtxn, 0, dims, bounds))
+            .unwrap()
+            .expect("a copy");
+        assert_eq!(copy.ids, (0..81).collect::<Vec<u64>>());
+        let row = |i: usize| match &copy.rows {
+            Rows::Int8 { rows, norms } => {
+                let w = dims + 4;
+                (rows[i * w..(i + 1) * w].to_vec(), norms[i].to_bits())
+            }
+            Rows::Signs { words, rows } => {
+                let row = rows[i * words..(i + 1) * words].iter();
+                (row.flat_map(|w| w.to_le_bytes()).collect(), 0)
+            }
+        };
+        for id in 0..40u64 {
+            let own = quantized_bytes(&vectors[id as usize]);
+            let want = match &copy.rows {
+                Rows::Int8 { .. } => (own.clone(), int8_norm(int8_values(&own)).to_bits()),
+                Rows::Signs { .. } => {
+                    let words = sign_words(int8_values(&own));
+                    (words.flat_map(|w| w.to_le_bytes()).collect(), 0)
+                }
+            };
+            assert_eq!(row(at(&copy.ids, id)), want, "chunk {id}");
+            assert_eq!(row(at(&copy.ids, id + 40)), want, "chunk {}", id + 40);
+        }
+        assert_eq!(row(at(&copy.ids, 80)), row(at(&copy.ids, 7)));
+    }
 }
 
 #[test]
