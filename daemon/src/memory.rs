@@ -6,7 +6,9 @@
 //! under it: fixed costs (parsers, threads, the built-in model's weights, ~100 MB while
 //! indexing). [`release_mapped_pages`] gives back the pages of an index's map that a pass or
 //! a search left resident, so those do not stay counted either, and [`release_file_ranges`]
-//! those of maps its caller holds (tantivy's segment files). The lowest layer: it reads
+//! those of maps its caller holds (tantivy's segment files); [`mapped_resident_bytes`] says
+//! how much of the mapped files is resident, which the registry bounds by
+//! [`Budget::mapped_bytes`]. The lowest layer: it reads
 //! the setting and its own process's maps, nothing else.
 
 use std::sync::{Condvar, Mutex, OnceLock};
@@ -100,6 +102,15 @@ impl Budget {
         (self.mb << 20) / 32
     }
 
+    /// Bytes of mapped files the daemon may hold resident before it gives its indexes' maps
+    /// back ([`mapped_resident_bytes`]): half the budget (512 MB by default; its own memory
+    /// peaked at ~320 MB at 55,000 files), at least 96 MB (the daemon's binary and libraries
+    /// are ~40 MB of it). Each time they are given back, the next searches fault their
+    /// pages in again, so the share is no smaller than it needs to be.
+    pub fn mapped_bytes(self) -> usize {
+        ((self.mb << 20) / 2).max(96 << 20)
+    }
+
     /// Vectors one ANN graph holds before the next is opened: 128 per MB of the budget
     /// (131,072 by default), at least 4,096. A graph's build holds its links in memory and
     /// dirties every page of it in one transaction.
@@ -169,6 +180,17 @@ impl Gate {
     pub fn held(&self) -> usize {
         self.state.lock().unwrap_or_else(|e| e.into_inner()).held
     }
+}
+
+/// Bytes of the files this process maps that are resident now (the shared pages of
+/// `/proc/self/statm`: the index files, the binary, shared libraries); `None` where there is
+/// no such file. Cheap (one short read): asked before every request.
+pub fn mapped_resident_bytes() -> Option<usize> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let shared: usize = statm.split_whitespace().nth(2)?.parse().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    Some(shared * usize::try_from(page).ok()?)
 }
 
 /// Give back the resident pages of `env`'s map: the read-only shared mappings of its file,
@@ -294,6 +316,54 @@ mod tests {
         rx
     }
 
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn an_index_s_pages_read_count_as_mapped_until_given_back() {
+        use heed::types::{Bytes, U32};
+        let dir = tempfile::tempdir().unwrap();
+        // SAFETY: the environment is opened once, by this test alone.
+        let env = unsafe {
+            heed::EnvOpenOptions::new()
+                .map_size(256 << 20)
+                .open(dir.path())
+                .unwrap()
+        };
+        let wtxn = env.write_txn().unwrap();
+        let db = env
+            .create_databases_and_commit(wtxn, |opener, wtxn| -> heed::Result<_> {
+                let db = opener.create_database::<U32<heed::byteorder::BE>, Bytes>(wtxn, None)?;
+                Ok(heed::CommitOrAbort::<_, ()>::Commit(db))
+            })
+            .unwrap()
+            .unwrap_commit();
+        let mut wtxn = env.write_txn().unwrap();
+        let value = vec![7u8; 64 << 10];
+        for i in 0..1024u32 {
+            db.put(&mut wtxn, &i, &value).unwrap();
+        }
+        wtxn.commit().unwrap();
+        release_mapped_pages(&env);
+        let before = mapped_resident_bytes().unwrap();
+        // 64 MB read, a byte of every page.
+        let rtxn = env.read_txn().unwrap();
+        let mut sum = 0u64;
+        for item in db.iter(&rtxn).unwrap() {
+            sum += item
+                .unwrap()
+                .1
+                .iter()
+                .step_by(4096)
+                .map(|b| u64::from(*b))
+                .sum::<u64>();
+        }
+        assert_eq!(sum, 1024 * 16 * 7);
+        let read = mapped_resident_bytes().unwrap();
+        assert!(read >= before + (48 << 20), "{before} bytes, then {read}");
+        release_mapped_pages(&env);
+        let after = mapped_resident_bytes().unwrap();
+        assert!(after + (48 << 20) <= read, "{read} bytes, then {after}");
+    }
+
     #[test]
     fn a_gate_holds_producers_back_until_the_consumer_lets_bytes_go() {
         let gate = Arc::new(Gate::new(100));
@@ -384,6 +454,7 @@ mod tests {
         assert_eq!(default.graph_vectors(), 131_072);
         assert_eq!(default.exact_vector_bytes(), 16 << 20);
         assert_eq!(default.exact_sign_bytes(), 32 << 20);
+        assert_eq!(default.mapped_bytes(), 512 << 20);
         let small = Budget::of(128);
         assert_eq!(small.word_bytes(), 20_000_000);
         assert_eq!(small.writer_heap_bytes(1), 15 << 20);
@@ -392,6 +463,8 @@ mod tests {
         assert_eq!(small.staged_vector_bytes(), 4 << 20);
         assert_eq!(small.graph_vectors(), 16_384);
         assert_eq!(small.exact_vector_bytes(), 2 << 20);
+        assert_eq!(small.mapped_bytes(), 96 << 20);
+        assert_eq!(Budget::of(256).mapped_bytes(), 128 << 20);
         assert_eq!(Budget::of(1), Budget::of(MIN_MB));
     }
 }

@@ -89,6 +89,7 @@ impl Registry {
                     registry.unload_idle();
                     registry.compact_settled();
                     registry.release_settled_pages();
+                    registry.bound_mapped_pages();
                     registry.repair_failed();
                 }
             });
@@ -118,6 +119,29 @@ impl Registry {
                 tracing::warn!(root = %root.display(), error = %e, "could not reopen the project after compaction");
             }
         }
+    }
+
+    /// Give back every loaded project's mapped pages, and the shared embedding cache's, when
+    /// the mapped files resident pass the budget's share ([`crate::memory::Budget::mapped_bytes`]).
+    /// A search reads index pages here and there, and the kernel maps the whole page-cache
+    /// folio around each page read (up to 1 MB on a kernel with large folios): at 55,000
+    /// files twenty searches left ~450 MB resident, the daemon's peak. Asked before every
+    /// request and at every janitor tick; one caller gives them back at a time.
+    pub fn bound_mapped_pages(&self) {
+        static RELEASING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        let bound = crate::memory::budget().mapped_bytes();
+        if crate::memory::mapped_resident_bytes().is_none_or(|resident| resident <= bound)
+            || RELEASING.swap(true, std::sync::atomic::Ordering::AcqRel)
+        {
+            return;
+        }
+        for project in self.loaded_projects() {
+            project.release_mapped_pages();
+        }
+        if let Some(embedding) = &self.search.embedding {
+            embedding.release_mapped_pages();
+        }
+        RELEASING.store(false, std::sync::atomic::Ordering::Release);
     }
 
     /// Give back the mapped pages searches read (`memory::release_mapped_pages`) of the
@@ -168,6 +192,7 @@ impl Registry {
     /// `reconcile`, an already-loaded project is re-checked against the disk too.
     /// Blocking: call from a blocking context.
     pub fn open(&self, root: &str, reconcile: bool) -> Result<Arc<Project>, Error> {
+        self.bound_mapped_pages();
         let root = canonical_root(root)?;
         if let Some(project) = self.loaded(&root, reconcile) {
             return Ok(project);

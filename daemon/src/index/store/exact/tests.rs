@@ -147,7 +147,13 @@ fn chunks_of_one_text_share_its_cached_vector_in_either_copy() {
         |id| 1_000_000 + id - 40,
         |id| vectors[id as usize - 40].clone(),
     );
-    add_file_hashed(&store, "c.rs", 80..81, |_| 1_000_007, |_| vectors[7].clone());
+    add_file_hashed(
+        &store,
+        "c.rs",
+        80..81,
+        |_| 1_000_007,
+        |_| vectors[7].clone(),
+    );
     let at = |ids: &[u64], id: u64| ids.iter().position(|i| *i == id).unwrap();
     for bounds in [
         Bounds {
