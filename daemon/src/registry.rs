@@ -125,7 +125,7 @@ impl Registry {
     /// the mapped files resident pass the budget's share ([`crate::memory::Budget::mapped_bytes`]).
     /// A search reads index pages here and there, and the kernel maps the whole page-cache
     /// folio around each page read (up to 1 MB on a kernel with large folios): at 55,000
-    /// files twenty searches left ~450 MB resident, the daemon's peak. Asked before every
+    /// files a burst of searches added 300-450 MB, the daemon's peak. Asked before every
     /// request and at every janitor tick; one caller gives them back at a time.
     pub fn bound_mapped_pages(&self) {
         static RELEASING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
