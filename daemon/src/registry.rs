@@ -183,6 +183,28 @@ impl Registry {
         });
     }
 
+    /// Let go of every project nothing else holds (no pass running, no request), as the
+    /// daemon stops: each one's writer makes its last commit and its index is marked closed
+    /// whole, so the next start opens it without reading it all again
+    /// (`index::health::take_closed_whole`). A project still busy is left to the process's
+    /// exit, unmarked, and is read whole when next opened.
+    pub fn close_unused(&self) {
+        let closing: Vec<Arc<Project>> = {
+            let mut projects = self.projects.lock().unwrap_or_else(|e| e.into_inner());
+            let roots: Vec<PathBuf> = projects
+                .iter()
+                .filter(|(_, project)| Arc::strong_count(project) == 1)
+                .map(|(root, _)| root.clone())
+                .collect();
+            roots
+                .iter()
+                .filter_map(|root| projects.remove(root))
+                .collect()
+        };
+        // Dropped outside the lock: each waits for its writer.
+        drop(closing);
+    }
+
     /// The data directory.
     pub fn data_dir(&self) -> &Path {
         &self.data_dir

@@ -234,7 +234,7 @@ where
     let shutdown = Arc::new(Notify::new());
     let metrics = Arc::new(crate::metrics::Metrics::default());
     let service = RpcService::new(
-        registry,
+        registry.clone(),
         metrics.clone(),
         config.socket_path.to_string_lossy().into_owned(),
         shutdown.clone(),
@@ -265,6 +265,7 @@ where
     if own_socket {
         let _ = std::fs::remove_file(&config.socket_path);
     }
+    registry.close_unused();
     tracing::info!("amanmcpd stopped");
     // The socket's lock goes with the process: `amanctl stop` waits for it, so it returns
     // once the daemon has exited, not while its runtime's threads still wind down.

@@ -47,16 +47,6 @@ fn wait_found(env: &TestEnv, root: &Path, query: &str, path: &str) {
     }
 }
 
-/// The index directory of the project at `root`.
-fn index_dir(env: &TestEnv, root: &Path) -> PathBuf {
-    std::fs::read_dir(env.data_dir().join("projects"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|dir| std::fs::read_to_string(dir.join("root")).is_ok_and(|r| Path::new(&r) == root))
-        .unwrap_or_else(|| panic!("no index directory for {}", root.display()))
-}
-
 /// The ways an index is damaged on disk while the daemon is stopped.
 #[derive(Debug, Clone, Copy)]
 enum Damage {
@@ -135,7 +125,7 @@ fn a_damaged_index_is_set_aside_and_rebuilt_while_the_daemon_serves_on() {
         env.wait_ready();
         env.stop_daemon();
         drop(daemon);
-        let dir = index_dir(&env, &damaged);
+        let dir = env.index_dir(&damaged);
         damage(&dir, how, &mut rng);
 
         let daemon = env.start_daemon();
@@ -409,7 +399,7 @@ fn damage_a_read_finds_in_a_loaded_index_is_set_aside_and_rebuilt() {
     env.wait_ready();
     // The file's symbol records in the loaded index stop decoding (a name's length prefix
     // is overwritten in the file the daemon has mapped): only the records' own bytes change.
-    let file = index_dir(&env, &root).join("lmdb/data.mdb");
+    let file = env.index_dir(&root).join("lmdb/data.mdb");
     let mut bytes = std::fs::read(&file).unwrap();
     let name = b"ignite_alphaengine";
     let mut record = (name.len() as u32).to_le_bytes().to_vec();

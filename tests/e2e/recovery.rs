@@ -139,3 +139,50 @@ fn a_recovered_index_ranks_exactly_as_a_fresh_one() {
     daemon.kill().unwrap();
     daemon.wait().unwrap();
 }
+
+/// The lines of the daemon's log (across its restarts) saying an index was opened as it was
+/// closed whole, without the reading process.
+fn opened_as_closed(env: &TestEnv) -> usize {
+    env.daemon_log().matches("not read again").count()
+}
+
+#[test]
+fn an_index_closed_whole_opens_unread_and_one_open_when_its_daemon_died_is_read_again() {
+    let env = TestEnv::new();
+    let files: Vec<(String, String)> = (0..30)
+        .map(|i| (format!("pkg/mod{i}.py"), module(i, 0)))
+        .collect();
+    let root = env.project("closed", &files);
+    let search = |query: &str| {
+        let ran = env.amanctl_on(&root, &["search", "--mode", "lexical", query]);
+        assert!(ran.ok(), "{}", ran.text());
+        ran.stdout
+    };
+    let daemon = env.start_daemon_logged();
+    let ran = env.amanctl_on(&root, &["index"]);
+    assert!(ran.ok(), "{}", ran.text());
+    env.wait_ready();
+    env.stop_daemon();
+    drop(daemon);
+    let mark = env.index_dir(&root).join("closed-whole");
+    assert!(
+        mark.exists(),
+        "a daemon that stops marks the index it closed whole"
+    );
+
+    let mut daemon = env.start_daemon_logged();
+    let first = search("load_7");
+    assert!(first.contains("pkg/mod7.py"), "{first}");
+    assert_eq!(opened_as_closed(&env), 1, "{}", env.daemon_log());
+    assert!(!mark.exists(), "the open that trusts the mark takes it");
+    // Killed while the project is open: no mark, so the next open reads the index again.
+    daemon.kill().unwrap();
+    daemon.wait().unwrap();
+    assert!(!mark.exists());
+    let daemon = env.start_daemon_logged();
+    assert_eq!(search("load_7"), first);
+    assert_eq!(opened_as_closed(&env), 1, "{}", env.daemon_log());
+    env.verify_ok(&root, "after reopening");
+    env.stop_daemon();
+    drop(daemon);
+}

@@ -229,6 +229,30 @@ impl TestEnv {
         self.start_daemon_full(&[], vars)
     }
 
+    /// Like [`TestEnv::start_daemon`], its log appended to the file [`TestEnv::daemon_log`]
+    /// reads (where a daemon the shim starts writes it).
+    pub fn start_daemon_logged(&self) -> Child {
+        use std::os::unix::fs::DirBuilderExt;
+        let _ = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(self.data_dir());
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.data_dir().join("amanmcpd.log"))
+            .expect("the daemon's log file");
+        let child = self
+            .command("amanmcpd")
+            .stderr(log)
+            .spawn()
+            .expect("start amanmcpd");
+        self.wait_for(Duration::from_secs(20), "the daemon to listen", || {
+            self.daemon_pid() == Some(child.id() as i32)
+        });
+        child
+    }
+
     /// Like [`TestEnv::start_daemon`], with extra arguments.
     pub fn start_daemon_args(&self, args: &[&str]) -> Child {
         self.start_daemon_full(args, &[])
@@ -346,6 +370,18 @@ impl TestEnv {
         let (running, status) = self.status();
         assert!(running, "{status}");
         status["projects"][0].clone()
+    }
+
+    /// The index directory of the project at `root` under the data directory.
+    pub fn index_dir(&self, root: &Path) -> PathBuf {
+        std::fs::read_dir(self.data_dir().join("projects"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|dir| {
+                std::fs::read_to_string(dir.join("root")).is_ok_and(|r| Path::new(&r) == root)
+            })
+            .unwrap_or_else(|| panic!("no index directory for {}", root.display()))
     }
 
     /// The daemon log, for failure messages.

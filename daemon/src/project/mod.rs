@@ -22,6 +22,8 @@ pub use status::{ProjectStatus, VectorStatus};
 /// A loaded project.
 pub struct Project {
     root: PathBuf,
+    /// The index's directory under the data directory.
+    dir: PathBuf,
     index: Arc<ProjectIndex>,
     /// `None` only while dropping (so the writer sees its channel close).
     writer: Option<WriterHandle>,
@@ -78,13 +80,19 @@ impl Drop for Project {
         // Close the writer's channel and wait for its last commit, so the LMDB environment
         // and the tantivy lock are free before the project can be opened again.
         self.writer.take();
+        let mut closed_whole = self.damage().is_none();
         if let Some(thread) = self
             .writer_thread
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take()
         {
-            let _ = thread.join();
+            closed_whole &= thread.join().is_ok();
+        }
+        // Nothing writes to the index any more: the next open need not read it all again
+        // while its files stay as they are now.
+        if closed_whole {
+            crate::index::health::mark_closed_whole(&self.dir);
         }
     }
 }
@@ -101,7 +109,9 @@ impl Project {
         known_damage: Option<String>,
     ) -> Result<Arc<Project>, IndexError> {
         let dir = project_dir(data_dir, &root);
-        let damage = known_damage.or_else(|| crate::index::health::damage(&dir));
+        // Taken away whatever follows: from here on the index is open, or rebuilt.
+        let closed_whole = crate::index::health::take_closed_whole(&dir);
+        let damage = known_damage.or_else(|| crate::index::health::damage(&dir, closed_whole));
         let damaged = damage.map(|reason| {
             let aside = crate::index::health::set_aside(&dir);
             tracing::error!(dir = %dir.display(), %reason, aside = ?aside, "index damaged; rebuilding it");
@@ -171,6 +181,7 @@ impl Project {
         };
         let project = Arc::new(Project {
             root,
+            dir,
             index,
             writer: Some(writer),
             writer_thread: Mutex::new(Some(writer_thread)),
