@@ -189,20 +189,10 @@ impl Registry {
     /// (`index::health::take_closed_whole`). A project still busy is left to the process's
     /// exit, unmarked, and is read whole when next opened.
     pub fn close_unused(&self) {
-        let closing: Vec<Arc<Project>> = {
-            let mut projects = self.projects.lock().unwrap_or_else(|e| e.into_inner());
-            let roots: Vec<PathBuf> = projects
-                .iter()
-                .filter(|(_, project)| Arc::strong_count(project) == 1)
-                .map(|(root, _)| root.clone())
-                .collect();
-            roots
-                .iter()
-                .filter_map(|root| projects.remove(root))
-                .collect()
-        };
-        // Dropped outside the lock: each waits for its writer.
-        drop(closing);
+        // Dropped under the lock, as `unload_idle` does: no request can open a project's
+        // index again while its writer still makes its last commit.
+        let mut projects = self.projects.lock().unwrap_or_else(|e| e.into_inner());
+        projects.retain(|_, project| Arc::strong_count(project) > 1);
     }
 
     /// The data directory.
