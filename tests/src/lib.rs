@@ -226,44 +226,34 @@ impl TestEnv {
 
     /// Like [`TestEnv::start_daemon`], with extra environment variables.
     pub fn start_daemon_with(&self, vars: &[(&str, &str)]) -> Child {
-        self.start_daemon_full(&[], vars)
+        self.start_daemon_full(&[], vars, Stdio::null())
     }
 
     /// Like [`TestEnv::start_daemon`], its log appended to the file [`TestEnv::daemon_log`]
     /// reads (where a daemon the shim starts writes it).
     pub fn start_daemon_logged(&self) -> Child {
-        use std::os::unix::fs::DirBuilderExt;
-        let _ = std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(self.data_dir());
+        // Private, as the daemon requires of its data directory (the shim makes it so too).
+        amanmcp_proto::endpoint::create_private_dir(&self.data_dir())
+            .expect("the daemon's data directory");
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(self.data_dir().join("amanmcpd.log"))
             .expect("the daemon's log file");
-        let child = self
-            .command("amanmcpd")
-            .stderr(log)
-            .spawn()
-            .expect("start amanmcpd");
-        self.wait_for(Duration::from_secs(20), "the daemon to listen", || {
-            self.daemon_pid() == Some(child.id() as i32)
-        });
-        child
+        self.start_daemon_full(&[], &[], log.into())
     }
 
     /// Like [`TestEnv::start_daemon`], with extra arguments.
     pub fn start_daemon_args(&self, args: &[&str]) -> Child {
-        self.start_daemon_full(args, &[])
+        self.start_daemon_full(args, &[], Stdio::null())
     }
 
-    fn start_daemon_full(&self, args: &[&str], vars: &[(&str, &str)]) -> Child {
+    fn start_daemon_full(&self, args: &[&str], vars: &[(&str, &str)], stderr: Stdio) -> Child {
         let child = self
             .command("amanmcpd")
             .args(args)
             .envs(vars.iter().copied())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .spawn()
             .expect("start amanmcpd");
         self.wait_for(Duration::from_secs(20), "the daemon to listen", || {
