@@ -81,7 +81,7 @@ pub fn indexing_notice(status: &pb::ProjectStatus) -> Option<String> {
     (state_name(status.state) == "indexing").then(|| {
         let lexical_done = status.files_total > 0 && status.files_done >= status.files_total;
         // After a quick first pass (every file searchable by lines), the second parses them.
-        if status.provisional_files > 0 && status.passes > 0 {
+        if status.provisional_files > 0 && (status.passes > 0 || status.resuming) {
             format!(
                 "Keyword search covers every file; {} files are still being parsed, so lookup, usages and the code graph miss their definitions for now.",
                 status.provisional_files
@@ -90,6 +90,11 @@ pub fn indexing_notice(status: &pb::ProjectStatus) -> Option<String> {
             format!(
                 "Keyword search is complete; semantic vectors are still being computed ({}), so meaning-based ranking may miss some code.",
                 embedding_progress(vectors)
+            )
+        } else if status.resuming {
+            format!(
+                "The index as the daemon last left it is searchable in full; files changed since are being looked for ({}/{} files checked), so edits made while the daemon was stopped may not show yet.",
+                status.files_done, status.files_total
             )
         } else if status.files_total == 0 {
             "The index is still being built (scanning files); results may be incomplete.".into()
@@ -125,6 +130,7 @@ pub fn project_json(status: &pb::ProjectStatus) -> Value {
         ("passes", json!(status.passes)),
         ("watch", json!(status.watch)),
         ("provisional_files", json!(status.provisional_files)),
+        ("resuming", json!(status.resuming)),
     ] {
         out[key] = value;
     }

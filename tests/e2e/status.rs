@@ -58,3 +58,52 @@ fn a_ready_unchanged_project_is_reported_ready_however_often_it_is_asked() {
     daemon.kill().unwrap();
     daemon.wait().unwrap();
 }
+
+#[test]
+fn the_first_pass_after_a_restart_says_the_last_runs_index_is_whole_not_still_being_built() {
+    let env = TestEnv::new();
+    let files: Vec<(String, String)> = (0..30)
+        .map(|i| {
+            let text = format!("def resumed_part_{i}():\n    return {i}\n");
+            (format!("src/part{i}.py"), text)
+        })
+        .collect();
+    let root = env.project("resumed", &files);
+    let mut daemon = env.start_daemon();
+    let ran = env.amanctl_on(&root, &["index"]);
+    assert!(ran.ok(), "{}", ran.text());
+    env.stop_daemon();
+    daemon.wait().unwrap();
+
+    // The restarted daemon's indexer holds once its first pass has listed the files: the
+    // pass has yet to look at any of them.
+    let mut held = env.start_daemon_with(&[("AMANMCP_HOLD_AT", "pass_scanned")]);
+    let ran = env.amanctl_on(&root, &["search", "resumed_part_7"]);
+    assert!(ran.ok(), "{}", ran.text());
+    assert!(ran.stdout.contains("src/part7.py"), "{}", ran.text());
+    assert!(
+        ran.stderr.contains("searchable in full") && !ran.stderr.contains("still being built"),
+        "{}",
+        ran.stderr
+    );
+    let status = env.project_status();
+    assert_eq!(status["state"], "indexing", "{status}");
+    assert_eq!(status["resuming"], true, "{status}");
+
+    // An index that never had a pass end (this one's first pass holds too) is still being
+    // built, and says so.
+    let fresh = env.project("fresh", &[("a.py", "def fresh_only():\n    return 1\n")]);
+    let ran = env.amanctl_on(&fresh, &["search", "fresh_only"]);
+    assert!(ran.stderr.contains("still being built"), "{}", ran.text());
+    let (_, all) = env.status();
+    let fresh_status = all["projects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["root"].as_str().is_some_and(|r| r.ends_with("fresh")))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(fresh_status["resuming"], false, "{all}");
+    held.kill().unwrap();
+    held.wait().unwrap();
+}

@@ -83,10 +83,15 @@ pub fn open_index(dir: &Path, root: &Path) -> Result<ProjectIndex, IndexError> {
     }
     store.prepare_exact_copy();
     let lexical = Lexical::open(&dir.join("tantivy"))?;
+    let progress = Progress::default();
+    // The chunker's version is recorded after a pass has indexed every file with it.
+    if store.chunker_version()? == Some(crate::chunk::CHUNKER_VERSION) {
+        progress.loaded_complete();
+    }
     Ok(ProjectIndex {
         store,
         lexical,
-        progress: Progress::default(),
+        progress,
         embed_wake: Wake::default(),
         embed_progress: EmbedProgress::default(),
         changes: changes::Changes::default(),

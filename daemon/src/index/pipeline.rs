@@ -68,6 +68,7 @@ pub fn reconcile(
         return Err(IndexError::io(root, error));
     }
     progress.begin_pass(scanned.files.len() as u64);
+    crate::crash::point_or_hold("pass_scanned");
     for (_, reason) in &scanned.skipped {
         progress.add_skipped(*reason);
     }

@@ -55,6 +55,9 @@ pub struct Progress {
     pub(crate) provisional: AtomicU64,
     /// A pass has ended well since the project was loaded: the index matched the disk.
     matched_once: AtomicBool,
+    /// The index was complete when loaded (a pass over every file had ended well in an
+    /// earlier run).
+    complete_when_loaded: AtomicBool,
 }
 
 impl Progress {
@@ -97,6 +100,18 @@ impl Progress {
     pub fn matched(&self) {
         self.matched_once.store(true, Ordering::Release);
         self.set_state(IndexState::Ready);
+    }
+
+    /// The index was complete when loaded: every file indexed then is searchable.
+    pub fn loaded_complete(&self) {
+        self.complete_when_loaded.store(true, Ordering::Release);
+    }
+
+    /// The index was complete when loaded and no pass has ended since: what is searchable
+    /// is whole as of the last run, and the running pass looks for what changed meanwhile.
+    pub fn resuming(&self) -> bool {
+        self.complete_when_loaded.load(Ordering::Acquire)
+            && !self.matched_once.load(Ordering::Acquire)
     }
 
     /// Record an error and enter the error state.

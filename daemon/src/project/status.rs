@@ -49,6 +49,9 @@ pub struct ProjectStatus {
     pub vectors: Option<VectorStatus>,
     /// Files chunked by lines for now, waiting for the syntax pass.
     pub provisional_files: u64,
+    /// The first pass since an index that was complete was loaded is under way: every file
+    /// indexed in the last run is searchable, and the pass looks for files changed since.
+    pub resuming: bool,
 }
 
 /// Where a project's vectors stand.
@@ -139,6 +142,7 @@ impl Project {
             },
             vectors,
             provisional_files,
+            resuming: p.resuming(),
         }
     }
 }

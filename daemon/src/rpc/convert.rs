@@ -33,6 +33,7 @@ pub(super) fn project_status_to_pb(s: ProjectStatus) -> pb::ProjectStatus {
         notice: s.notice,
         watch: s.watch,
         provisional_files: s.provisional_files,
+        resuming: s.resuming,
         vectors: s.vectors.map(|v| pb::VectorStatus {
             model: v.model,
             embedder: v.embedder,

@@ -5,9 +5,8 @@
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use amanmcp::link::state_name;
 use amanmcp::preview;
-use amanmcp::status::set_aside_json;
+use amanmcp::status::{indexing_notice, set_aside_json};
 use amanmcp_proto::pb;
 use serde_json::json;
 
@@ -119,10 +118,8 @@ pub async fn search(args: SearchArgs) -> ExitCode {
     }
     let paint = Paint(std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none());
     let matcher = preview::Matcher::new(&args.query);
-    if let Some(index) = &reply.index
-        && state_name(index.state) == "indexing"
-    {
-        eprintln!("note: the index is still being built; results may be incomplete");
+    if let Some(notice) = reply.index.as_ref().and_then(indexing_notice) {
+        eprintln!("note: {notice}");
     }
     if let Some(why) = &reply.semantic_unavailable {
         eprintln!("note: keyword search only ({why})");
