@@ -87,14 +87,16 @@ class Replay:
         return np.where(np.isnan(scores), missing,
                         np.maximum(filled, 0) / np.maximum(self.per_query_max(filled), 1e-9))
 
-    def bm25_floor(self):
-        """fusion::keep_lexical_gaps: vector-only candidates get the weakest BM25 ratio."""
-        ratio = self.ratio(self.lexical, np.inf)
-        weakest = np.full(self.data.n_queries, np.inf)
-        np.minimum.at(weakest, self.data.query, ratio)
-        return np.where(np.isinf(ratio), weakest[self.data.query], ratio)
+    def issue_order(self):
+        """A pasted issue's candidates' BM25 scores over the best (those only the vectors
+        found scored for the same query; none: 0); `fused` applies fusion::order_by_bm25."""
+        scores = []
+        for q in self.queries:
+            bm25 = dict(map(tuple, q["ranking"]["legs"].get("issue_bm25") or []))
+            scores.extend(bm25.get(hit["id"], 0.0) for hit in q["ranking"]["candidates"])
+        return self.normalised(np.array(scores))
 
-    def fused(self, k=60.0, semantic=1.0, vector_gap=0.0, vector_power=2.0, issue_shape=1.0):
+    def fused(self, k=60.0, semantic=1.0, vector_gap=0.0, vector_power=2.0, issue_rrf=False):
         """Fusion as built (`fusion.rs`, `Searcher::search`) with these changes: the vectors'
         RRF weight times `semantic`; `vector_gap` times the vector's similarity over the best,
         to `vector_power`, added (RRF's scores fall by rank alone)."""
@@ -107,7 +109,9 @@ class Replay:
             gap = self.ratio(self.vector, 0.0) ** vector_power
             base = self.normalised(base + vector_gap * self.weights[d.query, 1] * gap)
         base = np.where(self.single[d.query], self.traced, base)
-        base = np.where(self.issue, base * self.bm25_floor() ** issue_shape, base)
+        if not issue_rrf:
+            by_bm25 = np.maximum(self.issue_order(), 1e-6) * (1 + self.normalised(base))
+            base = np.where(self.issue & ~self.single[d.query], by_bm25, base)
         return self.normalised(base)
 
     def files_ranked(self, base):
@@ -174,8 +178,7 @@ def main():
         for power in (2, 4):
             label = f"+ {gap} x (vector/best)^{power}"
             print(f"{label:32s} {figures(vector_gap=gap, vector_power=power)}")
-    for shape in (0.5, 1.5):
-        print(f"{f'issue BM25 shape {shape}':32s} {figures(issue_shape=shape)}")
+    print(f"{'a pasted issue fused by RRF':32s} {figures(issue_rrf=True)}")
 
 
 if __name__ == "__main__":

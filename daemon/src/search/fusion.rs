@@ -214,22 +214,17 @@ pub fn legs_why(
     why
 }
 
-/// Scale fused scores by each chunk's BM25 score over the best, to the power `shape`
-/// (chunks BM25 did not find: the lowest ratio), and re-sort: RRF's scores fall by rank
-/// alone, BM25's say how much better the first answers are. `bm25`: (chunk id, score).
-pub fn keep_lexical_gaps(hits: &mut [LexicalHit], bm25: &[(u64, f32)], shape: f32) {
-    let best = bm25.iter().map(|(_, s)| *s).fold(f32::EPSILON, f32::max);
-    let ratio: HashMap<u64, f32> = bm25
-        .iter()
-        .map(|(id, s)| (*id, (s / best).max(0.0)))
-        .collect();
-    let floor = ratio.values().copied().fold(1.0, f32::min);
+/// Order a pasted issue's `hits` by their BM25 scores over the best (`bm25`: chunk id ->
+/// score), each times one plus its fused score over the best fused score: BM25's gaps lead,
+/// and the legs' agreement at most doubles a score. A chunk holding none of the query's words
+/// (or missing from `bm25`) scores next to nothing, its fused order kept among such. See
+/// `Searcher::search`.
+pub fn order_by_bm25(hits: &mut [LexicalHit], bm25: &HashMap<u64, f32>) {
+    let best = bm25.values().copied().fold(f32::EPSILON, f32::max);
+    let fused_best = hits.iter().map(|h| h.score).fold(f32::EPSILON, f32::max);
     for hit in hits.iter_mut() {
-        hit.score *= ratio
-            .get(&hit.chunk_id)
-            .copied()
-            .unwrap_or(floor)
-            .powf(shape);
+        let ratio = bm25.get(&hit.chunk_id).map_or(0.0, |s| (s / best).max(0.0));
+        hit.score = ratio.max(1e-6) * (1.0 + hit.score / fused_best);
     }
     hits.sort_by(|a, b| b.score.total_cmp(&a.score));
 }
@@ -359,7 +354,7 @@ mod tests {
     }
 
     #[test]
-    fn a_confident_bm25_answer_keeps_its_lead_through_fusion() {
+    fn a_pasted_issue_is_ordered_by_bm25_over_both_legs_candidates() {
         let hit = |id: u64, score: f32| LexicalHit {
             chunk_id: id,
             path: format!("f{id}.py"),
@@ -369,16 +364,22 @@ mod tests {
             score,
             ..LexicalHit::default()
         };
-        // BM25: 1 far ahead of 2 and 3; the vectors put 3 first. RRF alone ties 1 and 3.
-        let bm25 = [(1, 30.0), (2, 6.0), (3, 5.0)];
-        let fused = Fusion::default().fuse(&ranked(&[1, 2, 3]), &ranked(&[3, 4, 1]));
+        // BM25's own candidates 1 to 3; 4 and 5 only the vectors found, 4 scored by BM25
+        // for the same query (below its candidates), 5 holding none of its words. The
+        // vectors put 3 first: fused, 3 leads; BM25's lead (30 against 6) holds, while the
+        // legs' agreement lifts 3 over 2 (5 against 6, but ranked by both).
+        let bm25: HashMap<u64, f32> = [(1, 30.0), (2, 6.0), (3, 5.0), (4, 4.5)].into();
+        let fused = Fusion::default().fuse(&ranked(&[1, 2, 3]), &ranked(&[3, 5, 4, 1]));
+        assert_eq!(fused[0].id, 3);
+        let fused_best = fused[0].score;
         let mut hits: Vec<LexicalHit> = fused.iter().map(|f| hit(f.id, f.score)).collect();
-        keep_lexical_gaps(&mut hits, &bm25, 1.0);
+        let fused_of = |id: u64| fused.iter().find(|f| f.id == id).unwrap().score / fused_best;
+        order_by_bm25(&mut hits, &bm25);
         let order: Vec<u64> = hits.iter().map(|h| h.chunk_id).collect();
-        assert_eq!(order, vec![1, 3, 2, 4]);
-        assert!(hits[0].score > 3.0 * hits[1].score);
-        // A chunk only the vectors found scores as the weakest BM25 match.
-        assert!((hits[3].score - 1.0 / 62.0 * (5.0 / 30.0)).abs() < 1e-6);
+        assert_eq!(order, vec![1, 3, 2, 4, 5]);
+        assert!((hits[0].score - (1.0 + fused_of(1))).abs() < 1e-6);
+        assert!((hits[3].score - 4.5 / 30.0 * (1.0 + fused_of(4))).abs() < 1e-6);
+        assert!(hits[4].score > 0.0 && hits[4].score < 1e-5);
     }
 
     #[test]

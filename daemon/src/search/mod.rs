@@ -36,10 +36,6 @@ pub const MAX_LIMIT: usize = 1000;
 /// A file name matching more files than this says too little to boost them.
 const MAX_MENTIONED_MATCHES: usize = 3;
 
-/// The power of the BM25 ratio that scales a pasted issue's fused scores (0: plain RRF).
-/// SWE-bench visible, whole issue, hybrid MRR: 0 -> .681, 1 -> .702, 2 -> .690.
-const ISSUE_LEXICAL_SHAPE: f32 = 1.0;
-
 /// Candidates each ranker contributes to a fused ranking (at least: more when a page
 /// reaches deeper).
 const FUSION_DEPTH: usize = 100;
@@ -206,6 +202,7 @@ impl Searcher<'_> {
             limit,
             more_like_this: false,
             mentioned: &mentioned,
+            chunks: None,
         };
         let depth = (params.offset + params.limit).max(FUSION_DEPTH);
         // BM25's candidates through the ranking stage, paged.
@@ -252,16 +249,29 @@ impl Searcher<'_> {
             .fusion
             .for_query(terms.len(), profile.kind == rank::QueryKind::Identifier)
             .seen(embedded.share());
-        // A pasted issue's fused scores keep BM25's gaps: RRF's scores fall by rank alone
-        // (1/61, 1/62, ...), so the ranking stage's priors would reorder a long query's
-        // confident BM25 answer as freely as a tie. Each fused score is scaled by the chunk's
-        // BM25 score over the best (vector-only candidates: the lowest lexical ratio).
-        let shape = match profile.kind {
-            rank::QueryKind::Issue => rank::tuned("ISSUE_LEXICAL_SHAPE", ISSUE_LEXICAL_SHAPE),
-            _ => 0.0,
-        };
-        let bm25: Option<Vec<(u64, f32)>> =
-            (shape > 0.0).then(|| lexical_hits.iter().map(|h| (h.chunk_id, h.score)).collect());
+        // A pasted issue is ordered by BM25's scores over both legs' candidates (those only
+        // the vectors found scored for the same query): its vectors come from the title
+        // alone, and RRF's scores fall by rank alone (1/61, 1/62, ...), so the ranking
+        // stage's priors would reorder a long query's confident BM25 answer as freely as a
+        // tie. The vectors add candidates, not order.
+        let issue_bm25: Option<HashMap<u64, f32>> = (profile.kind == rank::QueryKind::Issue
+            && params.mode == SearchMode::Hybrid)
+            .then(|| {
+                let known: std::collections::HashSet<u64> =
+                    lexical_hits.iter().map(|h| h.chunk_id).collect();
+                let others: Vec<u64> = (ranking.iter().map(|(id, _)| *id))
+                    .filter(|id| !known.contains(id))
+                    .collect();
+                let mut query = lexical_query(0, others.len());
+                query.chunks = Some(&others);
+                let (scored, _) = self.index.lexical.search(&query)?;
+                Ok::<_, Error>(
+                    (lexical_hits.iter().chain(&scored))
+                        .map(|h| (h.chunk_id, h.score))
+                        .collect(),
+                )
+            })
+            .transpose()?;
         // When only a handful of chunks hold any of the query's words (a rare identifier),
         // those are the answer before anything found by meaning alone: the vectors' nearest
         // chunks share no word with the query, and priors over their files (several hits,
@@ -272,20 +282,25 @@ impl Searcher<'_> {
             && lexical_hits.len() >= lexical_total)
             .then(|| lexical_hits.iter().map(|h| h.chunk_id).collect());
         if rank::trace::enabled() {
-            // Each leg as fusion got it, so a replay can fuse them otherwise.
+            // Each leg as fusion got it, so a replay can fuse them otherwise; a pasted
+            // issue's BM25 scores of every candidate.
             let lexical: Vec<(u64, f32)> =
                 lexical_hits.iter().map(|h| (h.chunk_id, h.score)).collect();
+            let issue_bm25: Option<Vec<(u64, f32)>> = issue_bm25
+                .as_ref()
+                .map(|s| s.iter().map(|(id, v)| (*id, *v)).collect());
             rank::trace::write(&serde_json::json!({
                 "legs": { "lexical": lexical, "semantic": ranking,
                           "lexical_total": lexical_total, "n_terms": terms.len(),
                           "lexical_weight": fusion.lexical_weight,
-                          "semantic_weight": fusion.semantic_weight, "k": fusion.k },
+                          "semantic_weight": fusion.semantic_weight, "k": fusion.k,
+                          "issue_bm25": issue_bm25 },
             }));
         }
         let (mut hits, total) =
             self.fused(lexical_hits, lexical_total as u64, &ranking, &fusion, None)?;
-        if let Some(bm25) = bm25 {
-            fusion::keep_lexical_gaps(&mut hits, &bm25, shape);
+        if let Some(bm25) = &issue_bm25 {
+            fusion::order_by_bm25(&mut hits, bm25);
         }
         Ok(Found::page(
             self.page(&profile, hits, params, exact_first.as_ref()),

@@ -34,6 +34,7 @@ impl Searcher<'_> {
                 limit: depth,
                 more_like_this: true,
                 mentioned: &[],
+                chunks: None,
             })?,
         };
         let (ranking, seen, semantic) = match params.mode {

@@ -125,6 +125,9 @@ pub struct LexicalQuery<'a> {
     /// Files the query names: their chunks are retrieved even without a term in common,
     /// and their scores multiplied by [`MENTIONED_FILE_FACTOR`].
     pub mentioned: &'a [String],
+    /// Only these chunks, if set: each one's score for the query, for candidates another
+    /// ranking found.
+    pub chunks: Option<&'a [u64]>,
 }
 
 /// Score factor of chunks in files the query names.
@@ -432,6 +435,20 @@ impl Lexical {
             }
             let terms = paths.iter().map(|p| Term::from_field_text(f.path_key, p));
             clauses.push((Occur::Must, Box::new(TermSetQuery::new(terms))));
+        }
+        if let Some(ids) = q.chunks {
+            if ids.is_empty() {
+                return Ok((Vec::new(), 0));
+            }
+            // A filter: it adds nothing to a chunk's score.
+            let terms = ids.iter().map(|id| Term::from_field_u64(f.chunk_id, *id));
+            clauses.push((
+                Occur::Must,
+                Box::new(ConstScoreQuery::new(
+                    Box::new(TermSetQuery::new(terms)),
+                    0.0,
+                )),
+            ));
         }
         let query = BooleanQuery::new(clauses);
         let searcher = self.reader.searcher();

@@ -117,6 +117,7 @@ fn the_pages_a_search_read_of_the_segment_files_are_given_back() {
             limit: 50,
             more_like_this: false,
             mentioned: &[],
+            chunks: None,
         };
         let (hits, total) = lexical.search(&query).unwrap();
         assert_eq!((hits.len(), total), (50, 3000));
