@@ -72,6 +72,9 @@ struct Tally {
     /// The same, one link away by a call, a base class or an import (`impact` at depth 1,
     /// and callees).
     reach_links: f64,
+    /// Issues with a gold file among the top 5 files or one call away from a definition in
+    /// the top 5 results or in the first result of each of the top 5 files.
+    reach_files: f64,
     latencies: Vec<f64>,
 }
 
@@ -331,10 +334,10 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
                         .show_hops
                         .then(|| format!("{} {form} {mode}", issue.id));
                     let gold = &issue.gold_files;
-                    let (calls, links) =
-                        one_hop(&mut client, &root, &reply, &files, gold, show).await?;
-                    tally.reach += f64::from(u8::from(calls));
-                    tally.reach_links += f64::from(u8::from(links));
+                    let reach = one_hop(&mut client, &root, &reply, &files, gold, show).await?;
+                    tally.reach += f64::from(u8::from(reach.calls));
+                    tally.reach_links += f64::from(u8::from(reach.links));
+                    tally.reach_files += f64::from(u8::from(reach.files_calls));
                     if let Some(out) = dump.as_mut() {
                         let line = serde_json::json!({
                             "id": issue.id, "form": form, "mode": mode,
@@ -357,7 +360,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         started.elapsed().as_secs_f64()
     );
     println!(
-        "{:<12} {:<9} {:>6} {:>6} {:>6} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9}",
+        "{:<12} {:<9} {:>6} {:>6} {:>6} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>10} {:>9}",
         "query",
         "mode",
         "R@1",
@@ -369,6 +372,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         "hit@10",
         "5+1hop",
         "+imports",
+        "files+1hop",
         "p50 ms"
     );
     for ((form, mode), tally) in &tallies {
@@ -376,7 +380,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         let mut latencies = tally.latencies.clone();
         latencies.sort_by(f64::total_cmp);
         println!(
-            "{form:<12} {mode:<9} {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>9.1}",
+            "{form:<12} {mode:<9} {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>10.3} {:>9.1}",
             tally.recall[0] / n,
             tally.recall[1] / n,
             tally.recall[2] / n,
@@ -386,6 +390,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
             tally.chunk_hit[2] / n,
             tally.reach / n,
             tally.reach_links / n,
+            tally.reach_files / n,
             percentile(&latencies, 0.5),
         );
     }
@@ -434,10 +439,19 @@ fn score(
     files.iter().take(20).map(|f| f.to_string()).collect()
 }
 
-/// Whether a gold file is among the answer's top 5 files, or one call away from a
+/// Which answers reach a gold file: among the answer's top 5 files, or one call away from a
 /// definition in its top 5 results (their callers and callees: resolved, or ambiguous among
-/// at most three candidates); and whether one is one link away, counting also the classes
-/// deriving from such a definition and the files importing it (`impact` at depth 1).
+/// at most three candidates); one link away, counting also the classes deriving from such a
+/// definition and the files importing it (`impact` at depth 1); and one call away from the
+/// top 5 results or the first result of each of the top 5 files (a long definition's chunks
+/// can fill the top 5 results with one symbol).
+#[derive(Default)]
+struct Reach {
+    calls: bool,
+    links: bool,
+    files_calls: bool,
+}
+
 async fn one_hop(
     client: &mut amanmcp_proto::DaemonClient<tonic::transport::Channel>,
     root: &str,
@@ -445,12 +459,25 @@ async fn one_hop(
     files: &[String],
     gold: &[String],
     show: Option<String>,
-) -> anyhow::Result<(bool, bool)> {
+) -> anyhow::Result<Reach> {
     let top: Vec<String> = files.iter().take(5).cloned().collect();
     let mut by_calls = top.clone();
-    let mut by_links = top;
-    for hit in reply.results.iter().take(5) {
+    let mut by_links = top.clone();
+    let mut by_files_calls = top.clone();
+    let mut from: Vec<(&pb::SearchHit, bool)> =
+        reply.results.iter().take(5).map(|h| (h, true)).collect();
+    for path in &top {
+        if let Some(hit) = reply.results.iter().find(|h| &h.path == path) {
+            from.push((hit, false));
+        }
+    }
+    let mut asked: Vec<(&str, &str)> = Vec::new();
+    for (hit, in_top) in from {
         let Some(symbol) = &hit.symbol else { continue };
+        if !in_top && asked.contains(&(hit.path.as_str(), symbol.as_str())) {
+            continue;
+        }
+        asked.push((hit.path.as_str(), symbol.as_str()));
         for kind in ["callers", "callees", "impact"] {
             let Ok(answer) = client
                 .graph(pb::GraphRequest {
@@ -475,16 +502,22 @@ async fn one_hop(
                 let ends = link.from.iter().chain(link.to.iter()).chain(few.iter());
                 let paths = ends.map(|d| d.path.clone());
                 if kind == "impact" {
-                    by_links.extend(paths);
+                    if in_top {
+                        by_links.extend(paths);
+                    }
                 } else {
-                    by_calls.extend(paths.clone());
-                    by_links.extend(paths);
+                    by_files_calls.extend(paths.clone());
+                    if in_top {
+                        by_calls.extend(paths.clone());
+                        by_links.extend(paths);
+                    }
                 }
             }
         }
     }
     let calls = gold.iter().any(|g| by_calls.contains(g));
     let links = gold.iter().any(|g| by_links.contains(g));
+    let files_calls = gold.iter().any(|g| by_files_calls.contains(g));
     if let Some(label) = show {
         let top: Vec<String> = (reply.results.iter().take(5))
             .map(|h| format!("{}:{}", h.path, h.symbol.as_deref().unwrap_or("-")))
@@ -495,5 +528,9 @@ async fn one_hop(
             "{label}: reached gold {calls} (by any link {links}); gold {gold:?}\n  top 5 {top:?}\n  reached {by_links:?}"
         );
     }
-    Ok((calls, links))
+    Ok(Reach {
+        calls,
+        links,
+        files_calls,
+    })
 }
