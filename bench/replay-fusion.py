@@ -72,6 +72,7 @@ class Replay:
         self.weights = per(lambda r: (r["legs"]["lexical_weight"], r["legs"]["semantic_weight"]))
         self.issue = per(lambda r: r["kind"] == "Issue")[self.data.query]
         self.single = per(lambda r: not r["legs"]["lexical"] or not r["legs"]["semantic"])
+        self.lead = self.vector_lead()
 
     def per_query_max(self, values):
         best = np.full(self.data.n_queries, -np.inf)
@@ -96,14 +97,33 @@ class Replay:
             scores.extend(bm25.get(hit["id"], 0.0) for hit in q["ranking"]["candidates"])
         return self.normalised(np.array(scores))
 
-    def fused(self, k=60.0, semantic=1.0, vector_gap=0.0, vector_power=2.0, issue_rrf=False):
+    def vector_lead(self):
+        """Per candidate: the vectors' lead when it is their first (fusion::vector_lead: its
+        similarity's gap to the second over its gap to the last), else 0."""
+        lead = []
+        for q in self.queries:
+            near = (q["ranking"]["legs"] or {}).get("semantic") or []
+            sims = [v for _, v in near]
+            first, gap = None, 0.0
+            if len(sims) >= 3:
+                first = near[0][0]
+                gap = (sims[0] - sims[1]) / max(sims[0] - sims[-1], 1e-9)
+            lead.extend(gap if hit["id"] == first else 0.0 for hit in q["ranking"]["candidates"])
+        return np.array(lead)
+
+    def fused(self, k=60.0, semantic=1.0, vector_gap=0.0, vector_power=2.0, issue_rrf=False,
+              lead=0.5, lead_from=0.1):
         """Fusion as built (`fusion.rs`, `Searcher::search`) with these changes: the vectors'
         RRF weight times `semantic`; `vector_gap` times the vector's similarity over the best,
-        to `vector_power`, added (RRF's scores fall by rank alone)."""
+        to `vector_power`, added (RRF's scores fall by rank alone); the vectors' first counted
+        `lead` more at a full lead (from a lead of `lead_from`)."""
         d = self.data
         wl, ws = self.weights[d.query, 0], self.weights[d.query, 1] * semantic
         rrf = (np.where(d.lexical_rank >= 0, wl / (k + d.lexical_rank + 1), 0)
                + np.where(d.vector_rank >= 0, ws / (k + d.vector_rank + 1), 0))
+        if lead:
+            ahead = np.maximum(self.lead - lead_from, 0) / (1 - lead_from)
+            rrf = rrf * (1 + lead * ws * ahead)
         base = self.normalised(rrf)
         if vector_gap:
             gap = self.ratio(self.vector, 0.0) ** vector_power
@@ -170,6 +190,9 @@ def main():
         return ", ".join(out)
 
     print(f"{'as built':32s} {figures()}")
+    print(f"{'no lead for the vectors first':32s} {figures(lead=0.0)}")
+    for lead, start in ((0.25, 0.1), (1.0, 0.1), (0.5, 0.05), (0.5, 0.2)):
+        print(f"{f'lead {lead} from {start}':32s} {figures(lead=lead, lead_from=start)}")
     for k in (20, 120):
         print(f"{f'RRF k={k}':32s} {figures(k=k)}")
     for w in (0.5, 1.5, 2.0):
