@@ -149,6 +149,10 @@ pub fn project_json(status: &pb::ProjectStatus) -> Value {
 /// The same as text, one `Label: value` line each.
 pub fn project_text(status: &pb::ProjectStatus) -> String {
     let state = match state_name(status.state) {
+        "indexing" if status.resuming => format!(
+            "indexing (the last run's index searchable in full; looking for files changed since: {}/{} files checked)",
+            status.files_done, status.files_total
+        ),
         "indexing" => format!(
             "indexing ({}/{} files checked)",
             status.files_done, status.files_total
@@ -207,6 +211,10 @@ pub fn project_text(status: &pb::ProjectStatus) -> String {
 pub fn project_line(status: &pb::ProjectStatus) -> String {
     let state = state_name(status.state);
     let progress = match (&status.vectors, state) {
+        (_, "indexing") if status.resuming => format!(
+            "  checking for changes since the last run, {}/{} files",
+            status.files_done, status.files_total
+        ),
         (_, "indexing") if status.files_total > 0 && status.files_done < status.files_total => {
             format!(
                 "  {}% of files ({}/{})",

@@ -89,6 +89,11 @@ fn the_first_pass_after_a_restart_says_the_last_runs_index_is_whole_not_still_be
     let status = env.project_status();
     assert_eq!(status["state"], "indexing", "{status}");
     assert_eq!(status["resuming"], true, "{status}");
+    let listed = env.amanctl(&["status"]).text();
+    assert!(
+        listed.contains("checking for changes since the last run"),
+        "{listed}"
+    );
 
     // An index that never had a pass end (this one's first pass holds too) is still being
     // built, and says so.
