@@ -117,9 +117,11 @@ def script_defs(checkout, paths):
 def main(dump, checkout):
     occurrences = [json.loads(line) for line in open(dump) if line.strip()]
     for o in occurrences:
-        # `new C()` refers to C's constructor: count it as a reference to C.
-        if o["symbol"].endswith("#<constructor>()."):
-            o["symbol"] = o["symbol"][: -len("<constructor>().")]
+        # `new C()` refers to C's constructor: count it as a reference to C (scip-typescript
+        # quotes the name: `` #`<constructor>`(). ``).
+        for tail in ("<constructor>().", "`<constructor>`()."):
+            if o["symbol"].endswith("#" + tail):
+                o["symbol"] = o["symbol"][: -len(tail)]
     definitions = {}
     defined_in = {}
     for o in occurrences:

@@ -13,7 +13,7 @@ checkouts="${1:-$HOME/.cache/amanmcp-semble}"
 shift || true
 repos=("$@")
 if [ ${#repos[@]} -eq 0 ]; then
-  repos=(fastapi aiohttp zod serde)
+  repos=(fastapi aiohttp zod trpc serde)
 fi
 (cd "$here" && npm install --no-audit --no-fund --silent)
 work="$(mktemp -d)"
