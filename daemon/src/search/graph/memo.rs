@@ -128,6 +128,8 @@ struct Entry {
     /// Whether every file holding the name was read.
     complete: bool,
     parts: Vec<Part>,
+    /// The other names re-exports give the name (their files are listed too).
+    aliases: Vec<String>,
     /// Whether the files holding the name must be listed again.
     relist: bool,
     bytes: usize,
@@ -251,7 +253,7 @@ fn forget_changed(state: &mut State, view: &dyn GraphView, paths: &[String]) -> 
                 entry.relist = true;
             }
         }
-        if referred.contains(name.as_str()) {
+        if referred.contains(name.as_str()) || entry.aliases.iter().any(|a| referred.contains(a)) {
             entry.relist = true;
         }
     }
@@ -305,7 +307,11 @@ impl MemoUse<'_> {
                 }
             }
         }
-        let (files, complete) = files_mentioning(resolver, name)?;
+        let (files, aliases, complete) = files_mentioning(resolver, name)?;
+        // The files' shares were worked out for the names the name had then.
+        if kept.as_ref().is_some_and(|entry| entry.aliases != aliases) {
+            valid.clear();
+        }
         let mut found = Vec::new();
         let mut parts = Vec::with_capacity(files.len());
         // A resolver of its own, noting what each file's share depends on.
@@ -320,7 +326,7 @@ impl MemoUse<'_> {
                 _ => {
                     #[cfg(test)]
                     (self.memo.worked_out).fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    found.extend(mentions_in(&noting, name, &path)?);
+                    found.extend(mentions_in(&noting, name, &aliases, &path)?);
                     noting.take_deps()
                 }
             };
@@ -333,13 +339,20 @@ impl MemoUse<'_> {
             });
         }
         let found = Arc::new(found);
-        self.put(name, found.clone(), complete, parts);
+        self.put(name, found.clone(), complete, parts, aliases);
         Ok((found, complete))
     }
 
     /// Keep `name`'s mentions, worked out from `parts`' reads since this use began, unless
     /// a commit started meanwhile (they may have read part of it).
-    fn put(&self, name: &str, mentions: Arc<Vec<Mention>>, complete: bool, parts: Vec<Part>) {
+    fn put(
+        &self,
+        name: &str,
+        mentions: Arc<Vec<Mention>>,
+        complete: bool,
+        parts: Vec<Part>,
+        aliases: Vec<String>,
+    ) {
         let mut state = self.memo.lock();
         if self.changes.epoch() != self.epoch || state.epoch != self.epoch {
             return;
@@ -371,6 +384,7 @@ impl MemoUse<'_> {
                 mentions,
                 complete,
                 parts,
+                aliases,
                 relist: false,
                 bytes,
             },

@@ -45,35 +45,64 @@ fn file_def(path: &str, line: u32) -> Def {
     }
 }
 
-/// Every reference to `name` (or to a local alias of it) in the project, resolved by
+/// Every reference to `name` (or to an alias of it) in the project, resolved by
 /// `resolver`, with the definition around it; and whether every file holding it was read.
 pub(super) fn find_mentions(
     resolver: &Resolver<'_>,
     name: &str,
 ) -> Result<(Vec<Mention>, bool), Error> {
-    let (files, complete) = files_mentioning(resolver, name)?;
+    let (files, aliases, complete) = files_mentioning(resolver, name)?;
     let mut out = Vec::new();
     for path in files {
-        out.extend(mentions_in(resolver, name, &path)?);
+        out.extend(mentions_in(resolver, name, &aliases, &path)?);
     }
     Ok((out, complete))
 }
 
-/// The files that may mention `name`, in the order its mentions are listed; and whether
-/// that is all of them.
+/// The files that may mention `name`, in the order its mentions are listed, then those that
+/// may mention it by another name a re-export gives it (`export { name as alias } from`,
+/// `from .x import name as alias` in a package's `__init__.py`); those names; and whether
+/// that is all of the files.
 pub(super) fn files_mentioning(
     resolver: &Resolver<'_>,
     name: &str,
-) -> Result<(Vec<String>, bool), Error> {
-    let files = resolver.view().files_mentioning(name, MAX_FILES)?;
-    let complete = files.len() < MAX_FILES;
-    Ok((files, complete))
+) -> Result<(Vec<String>, Vec<String>, bool), Error> {
+    let mut files = resolver.view().files_mentioning(name, MAX_FILES)?;
+    let mut complete = files.len() < MAX_FILES;
+    let mut aliases: Vec<String> = Vec::new();
+    for path in &files {
+        let refs = resolver.refs(path)?;
+        for import in &refs.imports {
+            if import.name.as_deref() == Some(name)
+                && import.local != name
+                && !aliases.contains(&import.local)
+            {
+                aliases.push(import.local.clone());
+            }
+        }
+    }
+    for alias in &aliases {
+        let more = resolver.view().files_mentioning(alias, MAX_FILES)?;
+        complete &= more.len() < MAX_FILES;
+        for path in more {
+            if files.len() >= MAX_FILES {
+                complete = false;
+                break;
+            }
+            if !files.contains(&path) {
+                files.push(path);
+            }
+        }
+    }
+    Ok((files, aliases, complete))
 }
 
-/// The references to `name` (or to a local alias of it) in the file at `path`, resolved.
+/// The references to `name` (or to `aliases`, or to a local alias of it) in the file at
+/// `path`, resolved.
 pub(super) fn mentions_in(
     resolver: &Resolver<'_>,
     name: &str,
+    aliases: &[String],
     path: &str,
 ) -> Result<Vec<Mention>, Error> {
     let refs = resolver.refs(path)?;
@@ -81,6 +110,7 @@ pub(super) fn mentions_in(
     // A few names, compared directly (hashing each of a file's references cost more
     // than the rest of the walk).
     let mut names: Vec<&str> = vec![name];
+    names.extend(aliases.iter().map(String::as_str));
     for import in &refs.imports {
         if import.name.as_deref() == Some(name) && !names.contains(&import.local.as_str()) {
             names.push(import.local.as_str());
@@ -98,11 +128,11 @@ pub(super) fn mentions_in(
     }
     // The imports naming it, resolved as a use of the name they bind would be; one that
     // resolves to nothing in the project (an outside package's name) is no mention.
-    for import in refs
-        .imports
-        .iter()
-        .filter(|i| i.name.as_deref() == Some(name))
-    {
+    for import in refs.imports.iter().filter(|i| {
+        i.name
+            .as_deref()
+            .is_some_and(|n| n == name || aliases.iter().any(|a| a == n))
+    }) {
         let r = Reference {
             name: import.local.clone(),
             line: import.line,

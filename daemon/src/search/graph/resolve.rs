@@ -460,6 +460,22 @@ impl<'v> Resolver<'v> {
         // An import binding the name.
         if let Some(import) = import {
             let all: Vec<&Def> = functions.iter().chain(methods.iter()).collect();
+            // No definition carries the name: a module on the way may re-export another
+            // name under it (`export { callProcedure as callTRPCProcedure } from`).
+            if all.is_empty()
+                && let Some((file, renamed)) = self.renamed(path, language, &import.module, name)
+                && let Some(original) = renamed.name.as_deref()
+            {
+                let split = self.split(original, language)?;
+                let all: Vec<&Def> = split.functions.iter().chain(split.methods.iter()).collect();
+                return Ok(self.in_module(
+                    &file,
+                    language,
+                    &renamed.module,
+                    &all,
+                    "import (renamed)",
+                ));
+            }
             return Ok(self.in_module(path, language, &import.module, &all, "import"));
         }
         // A wildcard import of a module that defines it.
@@ -493,6 +509,50 @@ impl<'v> Resolver<'v> {
             0 => Resolution::Unresolved(format!("no `{name}` defined in the project")),
             _ => Resolution::Ambiguous(functions.clone()),
         })
+    }
+
+    /// The re-export, in a module `module` (imported by `path`) or one it re-exports from,
+    /// that binds `name` to another name (`export { a as name } from "./x"`, `from .x import
+    /// a as name`, `pub use x::a as name`), with the file holding it.
+    pub(super) fn renamed(
+        &self,
+        path: &str,
+        language: &str,
+        module: &str,
+        name: &str,
+    ) -> Option<(String, Import)> {
+        let mut queue =
+            std::collections::VecDeque::from([(path.to_string(), module.to_string(), 0)]);
+        let mut seen = std::collections::HashSet::new();
+        while let Some((from, module, hops)) = queue.pop_front() {
+            if hops > 4 || seen.len() > 64 {
+                break;
+            }
+            let Some(file) = self.indexed_module_files(language, &from, &module).next() else {
+                continue;
+            };
+            if !seen.insert(file.clone()) {
+                continue;
+            }
+            let Ok(refs) = self.refs(&file) else { continue };
+            for import in refs
+                .imports
+                .iter()
+                .filter(|i| i.local == name || i.local == "*")
+            {
+                match import.name.as_deref() {
+                    Some(original)
+                        if import.local == name
+                            && !matches!(original, "*" | "default" | "self")
+                            && original != name =>
+                    {
+                        return Some((file.clone(), import.clone()));
+                    }
+                    _ => queue.push_back((file.clone(), import.module.clone(), hops + 1)),
+                }
+            }
+        }
+        None
     }
 
     /// Among `candidates`, those in the module `module` imported by `path`, following

@@ -89,3 +89,47 @@ fn impact_reaches_the_files_importing_a_definition() {
         "{reached:?}"
     );
 }
+
+/// A re-export that renames (`export { callProcedure as callTRPCProcedure } from`, `from
+/// .impl import run as start` in a package's `__init__.py`): a call of the new name is a call
+/// of the definition, found by `callers` though the calling file never spells its name.
+#[test]
+fn a_call_through_a_renaming_reexport_is_a_caller() {
+    let view = fixture(&[
+        (
+            "core/router.ts",
+            "export function callProcedure(x: number) { return x; }\n",
+        ),
+        (
+            "server/index.ts",
+            "export { callProcedure as callTRPCProcedure } from \"../core/router\";\n",
+        ),
+        (
+            "adapters/ws.ts",
+            "import { callTRPCProcedure } from \"../server/index\";\n\nexport function handleRequest() {\n  return callTRPCProcedure(1);\n}\n",
+        ),
+        ("pkg/impl.py", "def run():\n    return 1\n"),
+        ("pkg/__init__.py", "from .impl import run as start\n"),
+        (
+            "app.py",
+            "from pkg import start\n\ndef main():\n    return start()\n",
+        ),
+    ]);
+    let mut walk = Walk::new(&view);
+    let callers = |walk: &mut Walk<'_>, name: &str, within: &str| -> Vec<String> {
+        let targets = walk.definitions(name, Some(within)).unwrap();
+        let mut out: Vec<String> = (walk.callers(&targets, 1, false).unwrap().links.iter())
+            .map(|l| format!("{}:{} {}", l.path, l.line, l.rule))
+            .collect();
+        out.sort();
+        out
+    };
+    assert_eq!(
+        callers(&mut walk, "callProcedure", "core"),
+        ["adapters/ws.ts:4 import (renamed)"]
+    );
+    assert_eq!(
+        callers(&mut walk, "run", "pkg"),
+        ["app.py:4 import (renamed)"]
+    );
+}
