@@ -13,7 +13,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use super::memo::Deps;
-use super::modules::{ImportTarget, dir_of};
+use super::modules::dir_of;
 use super::rust;
 use crate::chunk::syntax::refs::{Import, RefKind, Reference};
 use crate::error::IndexError;
@@ -509,101 +509,6 @@ impl<'v> Resolver<'v> {
             0 => Resolution::Unresolved(format!("no `{name}` defined in the project")),
             _ => Resolution::Ambiguous(functions.clone()),
         })
-    }
-
-    /// The re-export, in a module `module` (imported by `path`) or one it re-exports from,
-    /// that binds `name` to another name (`export { a as name } from "./x"`, `from .x import
-    /// a as name`, `pub use x::a as name`), with the file holding it.
-    pub(super) fn renamed(
-        &self,
-        path: &str,
-        language: &str,
-        module: &str,
-        name: &str,
-    ) -> Option<(String, Import)> {
-        let mut queue =
-            std::collections::VecDeque::from([(path.to_string(), module.to_string(), 0)]);
-        let mut seen = std::collections::HashSet::new();
-        while let Some((from, module, hops)) = queue.pop_front() {
-            if hops > 4 || seen.len() > 64 {
-                break;
-            }
-            let Some(file) = self.indexed_module_files(language, &from, &module).next() else {
-                continue;
-            };
-            if !seen.insert(file.clone()) {
-                continue;
-            }
-            let Ok(refs) = self.refs(&file) else { continue };
-            for import in refs
-                .imports
-                .iter()
-                .filter(|i| i.local == name || i.local == "*")
-            {
-                match import.name.as_deref() {
-                    Some(original)
-                        if import.local == name
-                            && !matches!(original, "*" | "default" | "self")
-                            && original != name =>
-                    {
-                        return Some((file.clone(), import.clone()));
-                    }
-                    _ => queue.push_back((file.clone(), import.module.clone(), hops + 1)),
-                }
-            }
-        }
-        None
-    }
-
-    /// Among `candidates`, those in the module `module` imported by `path`, following
-    /// what that module re-exports (`from .impl import name`, `export { name } from`).
-    pub(super) fn in_module(
-        &self,
-        path: &str,
-        language: &str,
-        module: &str,
-        candidates: &[&Def],
-        rule: &'static str,
-    ) -> Resolution {
-        let mut matched: Vec<Def> = Vec::new();
-        let name = candidates
-            .first()
-            .map(|d| d.name.clone())
-            .unwrap_or_default();
-        // Breadth first over the modules re-exporting the name, a few hops and files.
-        let mut queue =
-            std::collections::VecDeque::from([(path.to_string(), module.to_string(), 0)]);
-        let mut seen = std::collections::HashSet::new();
-        while let Some((from, module, hops)) = queue.pop_front() {
-            let target = ImportTarget::new(language, &from, &module);
-            for def in candidates {
-                if target.holds(&def.path) == Some(true) && !matched.contains(def) {
-                    matched.push((*def).clone());
-                }
-            }
-            if !matched.is_empty() || hops >= 4 || seen.len() > 64 {
-                continue;
-            }
-            let Some(file) = self.indexed_module_files(language, &from, &module).next() else {
-                continue;
-            };
-            if !seen.insert(file.clone()) {
-                continue;
-            }
-            let Ok(refs) = self.refs(&file) else { continue };
-            for import in refs
-                .imports
-                .iter()
-                .filter(|i| i.local == name || i.local == "*")
-            {
-                queue.push_back((file.clone(), import.module.clone(), hops + 1));
-            }
-        }
-        match matched.len() {
-            1 => Resolution::Resolved(matched.remove(0), rule),
-            0 => Resolution::Unresolved(format!("imported from `{module}`")),
-            _ => Resolution::Ambiguous(matched.into()),
-        }
     }
 }
 
