@@ -230,22 +230,26 @@ impl Resolver<'_> {
             .filter(|f| self.language(f).is_ok_and(|l| !l.is_empty()))
     }
 
-    /// The re-export, in a module `module` (imported by `path`) or one it re-exports from,
-    /// that binds `name` to another name (`export { a as name } from "./x"`, `from .x import
-    /// a as name`, `pub use x::a as name`), with the file holding it.
-    pub(super) fn renamed(
+    /// Breadth first over the module `module` imported by `path`, then the modules its file
+    /// re-exports `name` from (`export { name } from`, `export * from`, `from .impl import
+    /// name`), a few hops and files. `visit(importer, module)` sees each and says whether to
+    /// go on through its file's re-exports; `on_import(file, import)` sees each import
+    /// there binding the name, and may end the walk with a value.
+    fn through_reexports<T>(
         &self,
         path: &str,
         language: &str,
         module: &str,
         name: &str,
-    ) -> Option<(String, Import)> {
+        mut visit: impl FnMut(&str, &str) -> bool,
+        mut on_import: impl FnMut(&str, &Import) -> Option<T>,
+    ) -> Option<T> {
         let mut queue =
             std::collections::VecDeque::from([(path.to_string(), module.to_string(), 0)]);
         let mut seen = std::collections::HashSet::new();
         while let Some((from, module, hops)) = queue.pop_front() {
-            if hops > 4 || seen.len() > 64 {
-                break;
+            if !visit(&from, &module) || hops >= 4 || seen.len() > 64 {
+                continue;
             }
             let Some(file) = self.indexed_module_files(language, &from, &module).next() else {
                 continue;
@@ -259,19 +263,39 @@ impl Resolver<'_> {
                 .iter()
                 .filter(|i| i.local == name || i.local == "*")
             {
-                match import.name.as_deref() {
-                    Some(original)
-                        if import.local == name
-                            && !matches!(original, "*" | "default" | "self")
-                            && original != name =>
-                    {
-                        return Some((file.clone(), import.clone()));
-                    }
-                    _ => queue.push_back((file.clone(), import.module.clone(), hops + 1)),
+                if let Some(found) = on_import(&file, import) {
+                    return Some(found);
                 }
+                queue.push_back((file.clone(), import.module.clone(), hops + 1));
             }
         }
         None
+    }
+
+    /// The re-export, in a module `module` (imported by `path`) or one it re-exports from,
+    /// that binds `name` to another name (`export { a as name } from "./x"`, `from .x import
+    /// a as name`, `pub use x::a as name`), with the file holding it.
+    pub(super) fn renamed(
+        &self,
+        path: &str,
+        language: &str,
+        module: &str,
+        name: &str,
+    ) -> Option<(String, Import)> {
+        self.through_reexports(
+            path,
+            language,
+            module,
+            name,
+            |_, _| true,
+            |file, import| {
+                let original = import.name.as_deref()?;
+                (import.local == name
+                    && !matches!(original, "*" | "default" | "self")
+                    && original != name)
+                    .then(|| (file.to_string(), import.clone()))
+            },
+        )
     }
 
     /// Among `candidates`, those in the module `module` imported by `path`, following
@@ -289,35 +313,22 @@ impl Resolver<'_> {
             .first()
             .map(|d| d.name.clone())
             .unwrap_or_default();
-        // Breadth first over the modules re-exporting the name, a few hops and files.
-        let mut queue =
-            std::collections::VecDeque::from([(path.to_string(), module.to_string(), 0)]);
-        let mut seen = std::collections::HashSet::new();
-        while let Some((from, module, hops)) = queue.pop_front() {
-            let target = ImportTarget::new(language, &from, &module);
-            for def in candidates {
-                if target.holds(&def.path) == Some(true) && !matched.contains(def) {
-                    matched.push((*def).clone());
+        self.through_reexports::<()>(
+            path,
+            language,
+            module,
+            &name,
+            |from, module| {
+                let target = ImportTarget::new(language, from, module);
+                for def in candidates {
+                    if target.holds(&def.path) == Some(true) && !matched.contains(def) {
+                        matched.push((*def).clone());
+                    }
                 }
-            }
-            if !matched.is_empty() || hops >= 4 || seen.len() > 64 {
-                continue;
-            }
-            let Some(file) = self.indexed_module_files(language, &from, &module).next() else {
-                continue;
-            };
-            if !seen.insert(file.clone()) {
-                continue;
-            }
-            let Ok(refs) = self.refs(&file) else { continue };
-            for import in refs
-                .imports
-                .iter()
-                .filter(|i| i.local == name || i.local == "*")
-            {
-                queue.push_back((file.clone(), import.module.clone(), hops + 1));
-            }
-        }
+                matched.is_empty()
+            },
+            |_, _| None,
+        );
         match matched.len() {
             1 => Resolution::Resolved(matched.remove(0), rule),
             0 => Resolution::Unresolved(format!("imported from `{module}`")),
