@@ -156,6 +156,13 @@ def main(dump, checkout):
             lines[path] = text.splitlines()
             extents[path] = python_defs(text) if path.endswith(".py") else scripts.get(path, [])
         line = o["line"] + 1
+        # A JS/TS method written in an object literal that implements an interface (`{
+        # output(p) { ... } }`) is a reference to the interface's member at its own name:
+        # a definition, not a use.
+        if path.endswith(SCRIPT_SUFFIXES):
+            member = qualified(o["symbol"]).rsplit(".", 1)[-1]
+            if any(d[0] == member and d[1] == line for d in extents[path]):
+                continue
         # (A reference on a Python definition's own line is its header's: decorators,
         # defaults, bases. A Rust definition's line is its own: `const A: T = T(..)`.)
         around = [d for d in extents[path]
