@@ -3,7 +3,7 @@
 
 use super::MAX_FILES;
 use super::resolve::{Def, Resolution, Resolver};
-use crate::chunk::syntax::refs::{RefKind, Reference};
+use crate::chunk::syntax::refs::{Import, RefKind, Reference};
 use crate::error::Error;
 
 /// A reference to a name, where it is, what it resolved to and what encloses it.
@@ -97,8 +97,8 @@ pub(super) fn files_mentioning(
     Ok((files, aliases, complete))
 }
 
-/// The references to `name` (or to `aliases`, or to a local alias of it) in the file at
-/// `path`, resolved.
+/// The references to `name` in the file at `path` (or to a local name an import there binds
+/// to it or to one of `aliases`, the names re-exports give it), resolved.
 pub(super) fn mentions_in(
     resolver: &Resolver<'_>,
     name: &str,
@@ -106,13 +106,15 @@ pub(super) fn mentions_in(
     path: &str,
 ) -> Result<Vec<Mention>, Error> {
     let refs = resolver.refs(path)?;
-    // Local names bound to the name by an import (`save as store`).
-    // A few names, compared directly (hashing each of a file's references cost more
-    // than the rest of the walk).
+    let binds = |import: &Import| {
+        (import.name.as_deref()).is_some_and(|n| n == name || aliases.iter().any(|a| a == n))
+    };
+    // Local names bound to the name by an import (`save as store`, `import {
+    // callTRPCProcedure }` of a re-export's). A few names, compared directly (hashing each
+    // of a file's references cost more than the rest of the walk).
     let mut names: Vec<&str> = vec![name];
-    names.extend(aliases.iter().map(String::as_str));
-    for import in &refs.imports {
-        if import.name.as_deref() == Some(name) && !names.contains(&import.local.as_str()) {
+    for import in refs.imports.iter().filter(|i| binds(i)) {
+        if !names.contains(&import.local.as_str()) {
             names.push(import.local.as_str());
         }
     }
@@ -128,11 +130,7 @@ pub(super) fn mentions_in(
     }
     // The imports naming it, resolved as a use of the name they bind would be; one that
     // resolves to nothing in the project (an outside package's name) is no mention.
-    for import in refs.imports.iter().filter(|i| {
-        i.name
-            .as_deref()
-            .is_some_and(|n| n == name || aliases.iter().any(|a| a == n))
-    }) {
+    for import in refs.imports.iter().filter(|i| binds(i)) {
         let r = Reference {
             name: import.local.clone(),
             line: import.line,
