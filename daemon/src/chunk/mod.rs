@@ -19,8 +19,11 @@
 /// self.get()?;`) is typed by what the callee is written to return. 18: Python's `with X()
 /// as x` and `except E as e` bind their alias. 19: a type name may start with `$`
 /// (TypeScript's `$ZodRegistry`). 20: a TypeScript local bound to a call's value (`const c =
-/// this.make()`) is typed by what the callee is written to return.
-pub const CHUNKER_VERSION: u64 = 20;
+/// this.make()`) is typed by what the callee is written to return. 21: a JS/TS object
+/// literal held by a declaration or a property (`const h = { parse() {..}, run: () => .. }`)
+/// is a symbol, its methods and function-valued properties its members; definitions in the
+/// functions passed to a call written as a statement (`describe("..", () => {..})`) are.
+pub const CHUNKER_VERSION: u64 = 21;
 
 pub mod syntax;
 

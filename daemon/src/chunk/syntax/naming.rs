@@ -103,21 +103,25 @@ impl Walker<'_> {
                 plain(name, kind)
             }
             NameRule::JsDeclarator => {
-                let mut walk = node.walk();
-                let declarator = node
-                    .named_children(&mut walk)
-                    .find(|c| c.kind() == "variable_declarator")?;
-                let value = declarator.child_by_field_name("value")?;
-                let kind = match value.kind() {
-                    "arrow_function"
-                    | "function_expression"
-                    | "function"
-                    | "generator_function" => "function",
-                    "class" => "class",
-                    _ => return None,
-                };
+                let declarator = naming_declarator(node)?;
+                let (kind, container) = js_value(declarator.child_by_field_name("value")?)?;
                 let name = declarator.child_by_field_name("name").map(text)?;
-                plain(name, kind)
+                Named {
+                    name,
+                    scope: None,
+                    kind,
+                    container: container || item.container,
+                }
+            }
+            NameRule::JsPair => {
+                let (kind, container) = js_value(node.child_by_field_name("value")?)?;
+                let name = clean(&node.child_by_field_name("key").map(text)?);
+                Named {
+                    name,
+                    scope: None,
+                    kind,
+                    container,
+                }
             }
             NameRule::FieldOr(field, default) => plain(
                 node.child_by_field_name(field)
@@ -258,6 +262,57 @@ impl Walker<'_> {
     fn at<'t>(&self, node: Node<'t>, path: &[&str]) -> Option<Node<'t>> {
         path.iter().try_fold(node, |at, step| child(at, step))
     }
+}
+
+/// The first declarator of a JS/TS `const`/`let`/`var` declaration.
+fn naming_declarator(node: Node<'_>) -> Option<Node<'_>> {
+    let mut walk = node.walk();
+    node.named_children(&mut walk)
+        .find(|c| c.kind() == "variable_declarator")
+}
+
+/// What a JS/TS value written in a declaration or an object's property defines, and whether
+/// its members are definitions: a function, a class, or an object literal (whose methods
+/// and function-valued properties are its members), looked at through `satisfies`/`as`.
+fn js_value(value: Node<'_>) -> Option<(&'static str, bool)> {
+    match unwrap_js(value).kind() {
+        "arrow_function" | "function_expression" | "function" | "generator_function" => {
+            Some(("function", false))
+        }
+        "class" => Some(("class", false)),
+        "object" => Some(("object", true)),
+        _ => None,
+    }
+}
+
+/// `{..} satisfies T`, `{..} as const`, `({..})`: the expression inside.
+fn unwrap_js(mut value: Node<'_>) -> Node<'_> {
+    for _ in 0..4 {
+        match value.kind() {
+            "satisfies_expression" | "as_expression" | "parenthesized_expression" => {
+                let mut walk = value.walk();
+                match value.named_children(&mut walk).next() {
+                    Some(inner) => value = inner,
+                    None => break,
+                }
+            }
+            _ => break,
+        }
+    }
+    value
+}
+
+/// The object literal an object-valued JS/TS declaration or property holds: where its
+/// members are.
+pub(super) fn js_object(node: Node<'_>) -> Option<Node<'_>> {
+    let value = match node.kind() {
+        "pair" => node.child_by_field_name("value")?,
+        "lexical_declaration" | "variable_declaration" => {
+            naming_declarator(node)?.child_by_field_name("value")?
+        }
+        _ => return None,
+    };
+    Some(unwrap_js(value)).filter(|v| v.kind() == "object")
 }
 
 /// One step from `node`: the field named `step`, else the first named child of that kind

@@ -68,6 +68,7 @@ impl<'s> Walker<'s> {
             let Some(def) = self.definition(child, parent_kind) else {
                 leading = None;
                 previous = None;
+                self.callbacks(out, child, parent, parent_kind, depth);
                 continue;
             };
             let def_start = leading.take().unwrap_or(start).max(cursor);
@@ -123,7 +124,7 @@ impl<'s> Walker<'s> {
     ) {
         let nests = def.container || self.spec.nests.contains(&def.node.kind());
         if nests && depth < MAX_DEPTH {
-            let body = self.body(def.node);
+            let body = self.def_body(def);
             let qualified = out.symbols[symbol].qualified.clone();
             self.container(
                 out,
@@ -135,6 +136,55 @@ impl<'s> Walker<'s> {
                 depth + 1,
                 false,
             );
+        }
+    }
+
+    /// Record the definitions inside the functions passed to a call written as a statement
+    /// (`Spec::callbacks`), without adding segments.
+    fn callbacks(
+        &self,
+        out: &mut Builder<'_>,
+        node: Node<'_>,
+        parent: Option<&str>,
+        parent_kind: Option<&'static str>,
+        depth: usize,
+    ) {
+        if !self.spec.callbacks || depth >= MAX_DEPTH || node.kind() != "expression_statement" {
+            return;
+        }
+        let mut walk = node.walk();
+        let Some(mut call) = node.named_children(&mut walk).next() else {
+            return;
+        };
+        if call.kind() == "await_expression" {
+            let mut walk = call.walk();
+            match call.named_children(&mut walk).next() {
+                Some(inner) => call = inner,
+                None => return,
+            }
+        }
+        let Some(arguments) = call
+            .child_by_field_name("arguments")
+            .filter(|_| call.kind() == "call_expression")
+        else {
+            return;
+        };
+        let mut walk = arguments.walk();
+        for argument in arguments.named_children(&mut walk) {
+            if !matches!(
+                argument.kind(),
+                "arrow_function" | "function_expression" | "function"
+            ) {
+                continue;
+            }
+            let Some(body) = argument
+                .child_by_field_name("body")
+                .filter(|b| b.kind() == "statement_block")
+            else {
+                continue;
+            };
+            let (lo, hi) = (body.start_position().row, end_row(body));
+            self.container(out, body, lo, hi, parent, parent_kind, depth + 1, false);
         }
     }
 
@@ -159,7 +209,7 @@ impl<'s> Walker<'s> {
             self.members(out, def, symbol, start, end, depth);
             return;
         }
-        let body = self.body(def.node);
+        let body = self.def_body(def);
         let first_member = self
             .children(body)
             .into_iter()
@@ -309,6 +359,16 @@ impl<'s> Walker<'s> {
             }
         }
         out
+    }
+
+    /// Where a definition's members are: an object literal's own (a JS/TS `const x = {..}`),
+    /// else its node's [`Self::body`].
+    fn def_body<'t>(&self, def: &Def<'t>) -> Node<'t> {
+        match def.kind {
+            "object" => naming::js_object(def.node),
+            _ => None,
+        }
+        .unwrap_or_else(|| self.body(def.node))
     }
 
     /// Where a container's members are: its `body` field, else the first of the spec's

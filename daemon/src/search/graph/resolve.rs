@@ -304,11 +304,30 @@ impl<'v> Resolver<'v> {
         f: impl FnOnce(&SymbolRecord) -> T,
     ) -> Result<Option<T>, IndexError> {
         let symbols = self.symbols(path)?;
-        Ok(symbols
-            .iter()
-            .filter(|s| s.start_line <= line && line <= s.end_line && s.kind != "impl")
-            .min_by_key(|s| (s.end_line - s.start_line, std::cmp::Reverse(s.start_line)))
-            .map(f))
+        // A JavaScript/TypeScript object literal (`const h = { parse() {..} }`) holds its
+        // methods but calls nothing itself: what is written in it outside its methods is
+        // its surroundings' (a compiler's view: the literal is a value, not a function).
+        let mut literal = None;
+        let mut is_literal = |s: &SymbolRecord| -> Result<bool, IndexError> {
+            if s.kind != "object" {
+                return Ok(false);
+            }
+            if literal.is_none() {
+                literal = Some(family(&self.language(path)?) == "js");
+            }
+            Ok(literal == Some(true))
+        };
+        let mut best: Option<&SymbolRecord> = None;
+        for s in symbols.iter() {
+            if s.start_line <= line && line <= s.end_line && s.kind != "impl" && !is_literal(s)? {
+                let key =
+                    |s: &SymbolRecord| (s.end_line - s.start_line, std::cmp::Reverse(s.start_line));
+                if best.is_none_or(|b| key(s) < key(b)) {
+                    best = Some(s);
+                }
+            }
+        }
+        Ok(best.map(f))
     }
 
     /// The innermost class-like symbol around `line` in `path`.

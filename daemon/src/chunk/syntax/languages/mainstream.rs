@@ -40,6 +40,7 @@ pub(super) const JS_ITEMS: &[Item] = &[
         NameRule::JsDeclarator,
         false,
     ),
+    item_with("pair", "function", NameRule::JsPair, false),
 ];
 
 pub(super) const TS_ITEMS: &[Item] = &[
@@ -68,6 +69,7 @@ pub(super) const TS_ITEMS: &[Item] = &[
         NameRule::JsDeclarator,
         false,
     ),
+    item_with("pair", "function", NameRule::JsPair, false),
 ];
 
 /// `namespace X {}` parses as an expression statement around `internal_module`.
@@ -183,6 +185,7 @@ pub(super) static SPECS: &[Spec] = &[
     Spec {
         wrappers: &[("export_statement", Some("declaration"))],
         nests: JS_NESTS,
+        callbacks: true,
         ..Spec::new(
             "javascript",
             || tree_sitter_javascript::LANGUAGE.into(),
@@ -193,6 +196,7 @@ pub(super) static SPECS: &[Spec] = &[
     Spec {
         wrappers: TS_WRAPPERS,
         nests: JS_NESTS,
+        callbacks: true,
         ..Spec::new(
             "typescript",
             || tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
@@ -203,6 +207,7 @@ pub(super) static SPECS: &[Spec] = &[
     Spec {
         wrappers: TS_WRAPPERS,
         nests: JS_NESTS,
+        callbacks: true,
         ..Spec::new(
             "tsx",
             || tree_sitter_typescript::LANGUAGE_TSX.into(),

@@ -42,8 +42,12 @@ pub(super) enum NameRule {
     GoMethod,
     /// Go `type X struct{...}`: the first type spec.
     GoType,
-    /// JS/TS `const f = () => ...`: the declarator, only when its value is a function/class.
+    /// JS/TS `const f = () => ...`: the declarator, only when its value is a function, a
+    /// class or an object literal (a container of its methods).
     JsDeclarator,
+    /// JS/TS `key: () => ...` in an object literal: the key, only when its value is a
+    /// function or another object literal.
+    JsPair,
     /// Elixir `defmodule`/`def`/`defmacro` calls: the kind from the macro, the name from its
     /// first argument; other calls are not definitions.
     ElixirCall,
@@ -114,6 +118,10 @@ pub(super) struct Spec {
     /// there is enclosed by the nested definition, as a compiler sees it. The item is never
     /// split at them: its lines stay one chunk, as a function's do.
     pub(super) nests: &'static [&'static str],
+    /// Whether the functions passed to a call written as a statement are walked for
+    /// definitions (JavaScript's `describe("..", () => { function helper() {..} })`): their
+    /// own are symbols, never split from the chunk around them.
+    pub(super) callbacks: bool,
 }
 
 impl Spec {
@@ -135,6 +143,7 @@ impl Spec {
             transparent: &[],
             clauses: false,
             nests: &[],
+            callbacks: false,
         }
     }
 }

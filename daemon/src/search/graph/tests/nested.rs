@@ -64,3 +64,42 @@ fn a_rust_impl_inside_a_function_encloses_its_methods_calls() {
         ["src/lib.rs:deserialize::VecVisitor::visit_seq resolved"]
     );
 }
+
+#[test]
+fn a_call_in_an_object_literals_method_is_the_methods_and_one_beside_its_methods_is_not_the_objects()
+ {
+    let view = fixture(&[(
+        "handlers.ts",
+        r#"export function getAccept(req: string): string {
+  return req;
+}
+
+const jsonHandler = {
+  async parse(opts: string) {
+    return getAccept(opts);
+  },
+  toResult: async (r: string) => getAccept(r),
+};
+
+export function build(req: string) {
+  const init = { accept: getAccept(req) };
+  return init;
+}
+
+test("parses", () => {
+  function helper() {
+    return getAccept("x");
+  }
+});
+"#,
+    )]);
+    assert_eq!(
+        callers_in(&view, "getAccept", None),
+        [
+            "handlers.ts:build resolved",
+            "handlers.ts:helper resolved",
+            "handlers.ts:jsonHandler.parse resolved",
+            "handlers.ts:jsonHandler.toResult resolved",
+        ]
+    );
+}
