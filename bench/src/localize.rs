@@ -473,7 +473,8 @@ async fn one_hop(
     }
     let mut asked: Vec<(&str, &str)> = Vec::new();
     for (hit, in_top) in from {
-        let Some(symbol) = &hit.symbol else { continue };
+        // Code outside any definition is its file's top level, asked for by path.
+        let symbol = hit.symbol.as_ref().unwrap_or(&hit.path);
         if !in_top && asked.contains(&(hit.path.as_str(), symbol.as_str())) {
             continue;
         }

@@ -228,6 +228,19 @@ fn callers_callees_trace_and_impact_resolve_by_scope() {
     .collect();
     assert_eq!(labels, expected, "{answer}");
 
+    // A file's path asks for its top level: what it imports from the project.
+    let answer = graph(&mut shim, "callees", json!({"symbol": "pkg/app.py"}));
+    let mut imported: Vec<String> = links(&answer);
+    imported.sort();
+    assert_eq!(
+        imported,
+        [
+            "pkg/app.py:1 pkg/app.py -> pkg/util.py:1 load [resolved]",
+            "pkg/app.py:1 pkg/app.py -> pkg/util.py:5 save [resolved]",
+        ],
+        "{answer}"
+    );
+
     let answer = graph(
         &mut shim,
         "trace",

@@ -348,7 +348,7 @@ pub fn tools(read_only: &ToolAnnotations) -> Vec<Tool> {
         .with_annotations(read_only.clone()),
         Tool::new(
             "callees",
-            "What a function, method or class calls: each call with the definition it resolves to (or its candidates when ambiguous, or why it is unresolved: external, builtin, dynamic). `depth` walks down up to 5 levels.",
+            "What a function, method or class calls: each call with the definition it resolves to (or its candidates when ambiguous, or why it is unresolved: external, builtin, dynamic). A file's path as `symbol` (`pkg/util.py`) asks for its top level: what it imports from the project and runs when loaded. `depth` walks down up to 5 levels.",
             input(symbol, &["symbol"]),
         )
         .with_title("Find callees")

@@ -35,7 +35,7 @@ impl Mention {
 }
 
 /// The definition of the file itself, for code at its top level.
-fn file_def(path: &str, line: u32) -> Def {
+pub(super) fn file_def(path: &str, line: u32) -> Def {
     Def {
         path: path.to_string(),
         qualified: path.to_string(),

@@ -13,7 +13,7 @@ use super::{
     GraphAnswer, GraphView, Impacted, Label, Link, MAX_DEPTH, MAX_EXAMPLES, MAX_LINKS, Unexplained,
     is_test,
 };
-use crate::chunk::syntax::refs::RefKind;
+use crate::chunk::syntax::refs::{RefKind, Reference};
 use crate::error::{Error, UserError};
 
 /// Names at one level below which a walk stays on one thread (a thread's own resolver
@@ -58,6 +58,12 @@ impl<'v> Walk<'v> {
 
     /// The definitions `name` (bare or qualified) may mean, within `within` if given.
     pub fn definitions(&self, name: &str, within: Option<&str>) -> Result<Vec<Def>, Error> {
+        // A file's own path names the code at its top level (its imports, what it runs when
+        // loaded): what a search result outside any definition is.
+        let path = name.trim().trim_start_matches("./");
+        if (path.contains('/') || path.contains('.')) && !self.resolver.language(path)?.is_empty() {
+            return Ok(vec![super::mentions::file_def(path, 1)]);
+        }
         let segments: Vec<&str> = name
             .split(['.', ':', '#', '/', '\\'])
             .filter(|s| !s.is_empty())
@@ -273,14 +279,26 @@ impl<'v> Walk<'v> {
     pub fn callees_of(&mut self, def: &Def, depth: u32) -> Result<Vec<Link>, Error> {
         let refs = self.resolver.refs(&def.path)?;
         let mut found = Vec::new();
-        for r in refs.refs().filter(|r| r.kind != RefKind::Inherit) {
-            if r.line < def.lines.0 || r.line > def.lines.1 {
-                continue;
-            }
-            let r = &r.to_reference();
+        let whole = def.kind == "file";
+        // A file's top level also uses what it imports by name (resolved as a use of the
+        // name bound would be; an outside package's name is none of the project's).
+        let imported = (refs.imports.iter())
+            .filter(|i| whole && i.name.as_deref().is_some_and(|n| n != "*"))
+            .map(|i| Reference {
+                name: i.local.clone(),
+                line: i.line,
+                kind: RefKind::Import,
+                receiver: None,
+            });
+        let written = (refs.refs())
+            .filter(|r| r.kind != RefKind::Inherit)
+            .filter(|r| whole || (def.lines.0 <= r.line && r.line <= def.lines.1))
+            .map(|r| r.to_reference());
+        for r in imported.chain(written) {
+            let r = &r;
             // A class calls what its own body does, not what its methods do (they are
-            // callees of their own).
-            if CLASS_LIKE.contains(&def.kind.as_str())
+            // callees of their own); a file, what its top level does.
+            if (CLASS_LIKE.contains(&def.kind.as_str()) || def.kind == "file")
                 && self
                     .resolver
                     .enclosing(&def.path, r.line)?
@@ -295,6 +313,7 @@ impl<'v> Walk<'v> {
                 Resolution::Ambiguous(defs) => {
                     (None, Label::Ambiguous, "several in scope".into(), defs)
                 }
+                Resolution::Unresolved(_) if r.kind == RefKind::Import => continue,
                 Resolution::Unresolved(why) => (None, Label::Unresolved, why, Defs::default()),
             };
             // A recursive call is not a callee.

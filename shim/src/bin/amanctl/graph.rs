@@ -9,8 +9,9 @@ use serde_json::json;
 /// What a graph command was asked.
 #[derive(clap::Args)]
 pub struct GraphArgs {
-    /// The definition (bare or qualified); `impact`: any number, or none to read the
-    /// working tree's changes from git; `trace`: where the paths start.
+    /// The definition (bare or qualified; `callees`: or a file's path, for its top level);
+    /// `impact`: any number, or none to read the working tree's changes from git; `trace`:
+    /// where the paths start.
     symbols: Vec<String>,
     /// `trace`: where the paths end.
     #[arg(long)]

@@ -133,3 +133,47 @@ fn a_call_through_a_renaming_reexport_is_a_caller() {
         ["app.py:4 import (renamed)"]
     );
 }
+
+/// A file's path names its top level: its callees are what it imports and runs when
+/// loaded, not what its definitions call.
+#[test]
+fn a_files_callees_are_what_its_top_level_imports_and_calls() {
+    let view = fixture(&[
+        (
+            "pkg/conventions.py",
+            "def split_super_sub(text):\n    return text\n",
+        ),
+        ("pkg/util.py", "def helper():\n    pass\n"),
+        (
+            "pkg/symbology.py",
+            "from pkg.conventions import split_super_sub\nfrom pkg.util import helper\n\nTABLE = split_super_sub('x')\n\ndef pretty():\n    return helper()\n",
+        ),
+    ]);
+    let mut walk = Walk::new(&view);
+    let file = walk.definitions("pkg/symbology.py", None).unwrap();
+    assert_eq!(file.len(), 1);
+    assert_eq!(file[0].kind, "file");
+    let mut callees: Vec<String> = walk
+        .callees(&file, 1)
+        .unwrap()
+        .links
+        .iter()
+        .map(|l| {
+            let to =
+                l.to.as_ref()
+                    .map_or("-".into(), |d| format!("{}:{}", d.path, d.name));
+            format!("{} {:?} {to}", l.line, l.kind)
+        })
+        .collect();
+    callees.sort();
+    assert_eq!(
+        callees,
+        [
+            "1 Import pkg/conventions.py:split_super_sub",
+            "2 Import pkg/util.py:helper",
+            "4 Call pkg/conventions.py:split_super_sub",
+        ]
+    );
+    // Not a path of the project: a name as before.
+    assert!(walk.definitions("pkg/none.py", None).unwrap().is_empty());
+}
