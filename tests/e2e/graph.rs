@@ -240,6 +240,10 @@ fn callers_callees_trace_and_impact_resolve_by_scope() {
         ],
         "{answer}"
     );
+    // Nothing calls a file: asked for its callers, the answer says so, never "none".
+    let reply = shim.call_tool("callers", json!({"symbol": "pkg/app.py"}));
+    assert_eq!(reply["result"]["isError"], json!(true), "{reply}");
+    assert!(reply.to_string().contains("is a file"), "{reply}");
 
     let answer = graph(
         &mut shim,

@@ -180,6 +180,22 @@ pub fn is_test(def: &Def) -> bool {
         || def.name.starts_with("Test")
 }
 
+/// A file's path names its top level, which `callees` and a trace's start take; nothing
+/// calls a file, so `callers` of one would answer "none": an error says what to ask instead.
+fn definitions_only(targets: &[Def], kind: &str) -> Result<(), Error> {
+    match targets.iter().find(|d| d.kind == "file") {
+        Some(file) => Err(UserError::InvalidArgument {
+            name: "symbol",
+            reason: format!(
+                "`{}` is a file: `{kind}` takes a definition in it (`callees` takes a file, for what its top level imports and calls; `usages` finds where a name is mentioned)",
+                file.path
+            ),
+        }
+        .into()),
+        None => Ok(()),
+    }
+}
+
 impl Searcher<'_> {
     /// The definitions a request names, or the choice between them.
     fn graph_targets(
@@ -254,6 +270,7 @@ impl Searcher<'_> {
                     Err(choice) => return Ok(choice),
                 };
                 if kind == "callers" {
+                    definitions_only(&targets, kind)?;
                     walk.callers(&targets, depth, false)
                 } else {
                     walk.callees(&targets, depth)
@@ -266,6 +283,7 @@ impl Searcher<'_> {
                 };
                 let to_name = params.to.as_deref().unwrap_or_default();
                 let to = self.graph_targets(&walk, to_name, None)?;
+                definitions_only(&to, "trace to")?;
                 walk.trace(&from, &to, depth)
             }
             "impact" => {
@@ -281,6 +299,7 @@ impl Searcher<'_> {
                     for name in &params.symbols {
                         all.extend(self.graph_targets(&walk, name, within)?);
                     }
+                    definitions_only(&all, kind)?;
                     all
                 };
                 walk.impact(&changed, depth)
