@@ -280,10 +280,12 @@ impl<'v> Walk<'v> {
         let refs = self.resolver.refs(&def.path)?;
         let mut found = Vec::new();
         let whole = def.kind == "file";
-        // A file's top level also uses what it imports by name (resolved as a use of the
-        // name bound would be; an outside package's name is none of the project's).
+        let within = |line: u32| whole || (def.lines.0 <= line && line <= def.lines.1);
+        // What it imports by name is used too (a module's imports, Python's imports inside
+        // a function), resolved as a use of the name bound would be; an outside package's
+        // name is none of the project's.
         let imported = (refs.imports.iter())
-            .filter(|i| whole && i.name.as_deref().is_some_and(|n| n != "*"))
+            .filter(|i| within(i.line) && i.name.as_deref().is_some_and(|n| n != "*"))
             .map(|i| Reference {
                 name: i.local.clone(),
                 line: i.line,
@@ -292,7 +294,7 @@ impl<'v> Walk<'v> {
             });
         let written = (refs.refs())
             .filter(|r| r.kind != RefKind::Inherit)
-            .filter(|r| whole || (def.lines.0 <= r.line && r.line <= def.lines.1))
+            .filter(|r| within(r.line))
             .map(|r| r.to_reference());
         for r in imported.chain(written) {
             let r = &r;

@@ -146,7 +146,7 @@ fn a_files_callees_are_what_its_top_level_imports_and_calls() {
         ("pkg/util.py", "def helper():\n    pass\n"),
         (
             "pkg/symbology.py",
-            "from pkg.conventions import split_super_sub\nfrom pkg.util import helper\n\nTABLE = split_super_sub('x')\n\ndef pretty():\n    return helper()\n",
+            "from pkg.conventions import split_super_sub\nfrom pkg.util import helper\n\nTABLE = split_super_sub('x')\n\ndef pretty():\n    return helper()\n\ndef lazy():\n    from pkg.conventions import split_super_sub as split\n    return 1\n",
         ),
     ]);
     let mut walk = Walk::new(&view);
@@ -174,6 +174,19 @@ fn a_files_callees_are_what_its_top_level_imports_and_calls() {
             "4 Call pkg/conventions.py:split_super_sub",
         ]
     );
+    // A function's own imports are its callees (Python imports inside functions).
+    let lazy = walk.definitions("lazy", None).unwrap();
+    let callees: Vec<String> = (walk.callees(&lazy, 1).unwrap().links.iter())
+        .map(|l| {
+            format!(
+                "{} {:?} {:?}",
+                l.line,
+                l.kind,
+                l.to.as_ref().map(|d| &d.name)
+            )
+        })
+        .collect();
+    assert_eq!(callees, ["10 Import Some(\"split_super_sub\")"]);
     // Not a path of the project: a name as before.
     assert!(walk.definitions("pkg/none.py", None).unwrap().is_empty());
 }
