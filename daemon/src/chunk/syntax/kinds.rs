@@ -38,6 +38,7 @@ const DECLARATIONS: &[&str] = &[
     // Bases.
     "class_definition",
     "extends_clause",
+    "extends_type_clause",
     "implements_clause",
     "superclass",
     "super_interfaces",

@@ -541,6 +541,7 @@ fn inherits(g: &Grammar, language: &str, node: Node<'_>, src: &str, out: &mut Ve
             })
             .unwrap_or_default(),
         ("javascript" | "typescript" | "tsx", "extends_clause" | "implements_clause")
+        | ("typescript" | "tsx", "extends_type_clause")
         | ("java", "superclass" | "super_interfaces" | "extends_interfaces")
         | ("csharp", "base_list")
         | ("kotlin", "delegation_specifier") => {

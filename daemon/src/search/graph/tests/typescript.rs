@@ -52,3 +52,28 @@ fn a_local_given_what_a_call_returns_is_of_the_written_return_type() {
     let promised = resolve(&view, "pool.ts", 22, "close");
     assert!(promised.starts_with("ambiguous"), "{promised}");
 }
+
+/// trpc's observables: `interface Observable<..> extends Subscribable<..>` on a line of its
+/// own, `subscribe` declared by the base alone, and another interface with the same methods.
+#[test]
+fn a_method_of_a_base_interface_is_found_through_the_declared_interface() {
+    let view = fixture(&[
+        (
+            "types.ts",
+            "export interface Unsubscribable {\n  unsubscribe(): void;\n}\ninterface Subscribable<TValue, TError> {\n  subscribe(observer: Partial<TValue>): Unsubscribable;\n}\nexport interface Observable<TValue, TError>\n  extends Subscribable<TValue, TError> {\n  pipe(): Observable<TValue, TError>;\n}\nexport interface Other {\n  subscribe(): void;\n  unsubscribe(): void;\n}\n",
+        ),
+        (
+            "use.ts",
+            "import type { Observable } from './types';\n\nexport function toPromise<TValue>(\n  observable: Observable<TValue, unknown>,\n) {\n  const obs$ = observable.subscribe({});\n  obs$.unsubscribe();\n}\n",
+        ),
+    ]);
+    assert_eq!(
+        resolve(&view, "use.ts", 6, "subscribe"),
+        "types.ts:Subscribable.subscribe (declared type's base)"
+    );
+    // What it is written to return types the local it gives.
+    assert_eq!(
+        resolve(&view, "use.ts", 7, "unsubscribe"),
+        "types.ts:Unsubscribable.unsubscribe (declared type)"
+    );
+}
