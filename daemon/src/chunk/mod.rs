@@ -23,8 +23,9 @@
 /// literal held by a declaration or a property (`const h = { parse() {..}, run: () => .. }`)
 /// is a symbol, its methods and function-valued properties its members; definitions in the
 /// functions passed to a call written as a statement (`describe("..", () => {..})`) are.
-/// 22: a TypeScript interface's `extends` names its bases.
-pub const CHUNKER_VERSION: u64 = 22;
+/// 22: a TypeScript interface's `extends` names its bases. 23: a JS/TS function assigned to a
+/// property (`app.use = function use() {..}`, `Foo.prototype.bar = ...`) is a definition.
+pub const CHUNKER_VERSION: u64 = 23;
 
 pub mod syntax;
 

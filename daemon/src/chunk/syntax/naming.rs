@@ -113,6 +113,34 @@ impl Walker<'_> {
                     container: container || item.container,
                 }
             }
+            NameRule::JsAssigned => {
+                let left = node.child_by_field_name("left")?;
+                if left.kind() != "member_expression" {
+                    return None;
+                }
+                let (kind, container) = js_value(node.child_by_field_name("right")?)?;
+                let name = left.child_by_field_name("property").map(text)?;
+                let object = left.child_by_field_name("object").map(text)?;
+                let object = object.strip_suffix(".prototype").unwrap_or(&object);
+                if object == "module" && name == "exports" {
+                    // `module.exports = function () {..}`: the module's export, unnamed.
+                    return None;
+                }
+                // `exports.x = ...` names the module's export, `this.x = ...` a member of
+                // what encloses it: no owner written.
+                let scope = (!matches!(object, "exports" | "module.exports" | "this"))
+                    .then(|| object.to_string());
+                let kind = match (kind, &scope) {
+                    ("function", Some(_)) => "method",
+                    _ => kind,
+                };
+                Named {
+                    name,
+                    scope,
+                    kind,
+                    container,
+                }
+            }
             NameRule::JsPair => {
                 let (kind, container) = js_value(node.child_by_field_name("value")?)?;
                 let name = clean(&node.child_by_field_name("key").map(text)?);

@@ -41,6 +41,12 @@ pub(super) const JS_ITEMS: &[Item] = &[
         false,
     ),
     item_with("pair", "function", NameRule::JsPair, false),
+    item_with(
+        "assignment_expression",
+        "function",
+        NameRule::JsAssigned,
+        false,
+    ),
 ];
 
 pub(super) const TS_ITEMS: &[Item] = &[
@@ -70,6 +76,12 @@ pub(super) const TS_ITEMS: &[Item] = &[
         false,
     ),
     item_with("pair", "function", NameRule::JsPair, false),
+    item_with(
+        "assignment_expression",
+        "function",
+        NameRule::JsAssigned,
+        false,
+    ),
 ];
 
 /// `namespace X {}` parses as an expression statement around `internal_module`.
@@ -183,7 +195,10 @@ pub(super) static SPECS: &[Spec] = &[
         )
     },
     Spec {
-        wrappers: &[("export_statement", Some("declaration"))],
+        wrappers: &[
+            ("export_statement", Some("declaration")),
+            ("expression_statement", None),
+        ],
         nests: JS_NESTS,
         callbacks: true,
         ..Spec::new(

@@ -48,6 +48,10 @@ pub(super) enum NameRule {
     /// JS/TS `key: () => ...` in an object literal: the key, only when its value is a
     /// function or another object literal.
     JsPair,
+    /// JS/TS `app.use = function use() {..}`, `Foo.prototype.bar = function () {..}`: an
+    /// assignment of a function to a property, named by the property, qualified by the
+    /// object (without `.prototype`).
+    JsAssigned,
     /// Elixir `defmodule`/`def`/`defmacro` calls: the kind from the macro, the name from its
     /// first argument; other calls are not definitions.
     ElixirCall,

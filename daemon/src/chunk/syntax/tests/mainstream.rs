@@ -249,6 +249,53 @@ const plain = 3;
 }
 
 #[test]
+fn functions_assigned_to_properties_are_symbols() {
+    let text = r#"var app = exports = module.exports = {};
+
+app.use = function use(fn) {
+  return this.handle(fn);
+};
+
+Router.prototype.route = function route(path) {
+  return new Route(path);
+};
+
+exports.compile = (text) => parse(text);
+
+module.exports = function createApplication() {
+  return app;
+};
+
+app.settings = {};
+"#;
+    let chunked = check(
+        "javascript",
+        text,
+        &[
+            ("app.use", "method"),
+            ("Router.route", "method"),
+            ("compile", "function"),
+            ("app.settings", "object"),
+        ],
+    );
+    let names: Vec<&str> = chunked.symbols.iter().map(|s| s.name.as_str()).collect();
+    assert!(
+        !names.contains(&"exports") && !names.contains(&"app"),
+        "{names:?}"
+    );
+    let route = chunked.symbols.iter().find(|s| s.name == "route").unwrap();
+    assert_eq!((route.start_line, route.end_line), (7, 9));
+    check(
+        "typescript",
+        "Foo.prototype.bar = function (): void {
+  baz();
+};
+",
+        &[("Foo.bar", "method")],
+    );
+}
+
+#[test]
 fn functions_declared_in_a_callback_passed_to_a_statement_call_are_symbols() {
     let text = r#"describe("router", () => {
   test("library", async () => {
