@@ -1,6 +1,7 @@
 //! Chunk invariants and symbols for every language the chunker knows: one test per
 //! language, each on a small file with the language's usual definitions.
 
+mod javascript;
 mod mainstream;
 mod more;
 mod refs;
