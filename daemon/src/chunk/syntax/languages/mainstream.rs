@@ -23,38 +23,27 @@ pub(super) const PYTHON_ITEMS: &[Item] = &[
     item("class_definition", "class", true),
 ];
 
-pub(super) const JS_ITEMS: &[Item] = &[
-    item("function_declaration", "function", false),
-    item("generator_function_declaration", "function", false),
-    item("class_declaration", "class", true),
-    item("method_definition", "method", false),
-    item_with(
-        "lexical_declaration",
-        "function",
-        NameRule::JsDeclarator,
-        false,
-    ),
-    item_with(
-        "variable_declaration",
-        "function",
-        NameRule::JsDeclarator,
-        false,
-    ),
-    item_with("pair", "function", NameRule::JsPair, false),
-    item_with(
-        "assignment_expression",
-        "function",
-        NameRule::JsAssigned,
-        false,
-    ),
-];
+/// The items of JavaScript, and those another language adds to them (TypeScript).
+macro_rules! js_items {
+    ($($more:expr),* $(,)?) => {
+        &[
+            item("function_declaration", "function", false),
+            item("generator_function_declaration", "function", false),
+            item("class_declaration", "class", true),
+            item("method_definition", "method", false),
+            item_with("lexical_declaration", "function", NameRule::JsDeclarator, false),
+            item_with("variable_declaration", "function", NameRule::JsDeclarator, false),
+            item_with("pair", "function", NameRule::JsPair, false),
+            item_with("assignment_expression", "function", NameRule::JsAssigned, false),
+            $($more),*
+        ]
+    };
+}
 
-pub(super) const TS_ITEMS: &[Item] = &[
-    item("function_declaration", "function", false),
-    item("generator_function_declaration", "function", false),
-    item("class_declaration", "class", true),
+pub(super) const JS_ITEMS: &[Item] = js_items!();
+
+pub(super) const TS_ITEMS: &[Item] = js_items!(
     item("abstract_class_declaration", "class", true),
-    item("method_definition", "method", false),
     item("method_signature", "method", false),
     item("abstract_method_signature", "method", false),
     item("function_signature", "function", false),
@@ -63,26 +52,7 @@ pub(super) const TS_ITEMS: &[Item] = &[
     item("enum_declaration", "enum", false),
     item("internal_module", "namespace", true),
     item("module", "module", true),
-    item_with(
-        "lexical_declaration",
-        "function",
-        NameRule::JsDeclarator,
-        false,
-    ),
-    item_with(
-        "variable_declaration",
-        "function",
-        NameRule::JsDeclarator,
-        false,
-    ),
-    item_with("pair", "function", NameRule::JsPair, false),
-    item_with(
-        "assignment_expression",
-        "function",
-        NameRule::JsAssigned,
-        false,
-    ),
-];
+);
 
 /// `namespace X {}` parses as an expression statement around `internal_module`.
 pub(super) const TS_WRAPPERS: &[(&str, Option<&str>)] = &[
