@@ -306,6 +306,13 @@ impl<'s> Walker<'s> {
             inner = next?;
         }
         let item = self.spec.items.iter().find(|i| i.node == inner.kind())?;
+        // Inside a function, `el.onclick = () => ..` hands a function over; it defines
+        // nothing a caller names (as a compiler sees it: the call inside is the function's).
+        if matches!(item.name, super::languages::NameRule::JsAssigned)
+            && matches!(parent_kind, Some("function" | "method"))
+        {
+            return None;
+        }
         let Named {
             name,
             scope,

@@ -86,14 +86,13 @@ app.settings = {};
     );
     let route = chunked.symbols.iter().find(|s| s.name == "route").unwrap();
     assert_eq!((route.start_line, route.end_line), (7, 9));
-    check(
+    let chunked = check(
         "typescript",
-        "Foo.prototype.bar = function (): void {
-  baz();
-};
-",
-        &[("Foo.bar", "method")],
+        "Foo.prototype.bar = function (): void {\n  baz();\n};\n\nfunction wire(el: El) {\n  el.onclick = () => go();\n}\n",
+        &[("Foo.bar", "method"), ("wire", "function")],
     );
+    // A handler handed over inside a function is no definition.
+    assert!(!chunked.symbols.iter().any(|s| s.name == "onclick"));
 }
 
 #[test]
