@@ -453,6 +453,43 @@ struct Reach {
     files_calls: bool,
 }
 
+/// The files at either end of each link a one-level graph request of `kind` about `symbol`
+/// (in `path`) answers, and an ambiguous link's candidates when there are few: an agent
+/// follows an ambiguous call only then. None when the request fails (a name the index
+/// defines otherwise).
+async fn hop(
+    client: &mut amanmcp_proto::DaemonClient<tonic::transport::Channel>,
+    root: &str,
+    kind: &str,
+    symbol: &str,
+    path: &str,
+) -> Vec<String> {
+    let Ok(answer) = client
+        .graph(pb::GraphRequest {
+            root: root.to_string(),
+            kind: kind.into(),
+            symbols: vec![symbol.to_string()],
+            path: Some(path.to_string()),
+            depth: 1,
+            ..Default::default()
+        })
+        .await
+    else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for link in answer.into_inner().links {
+        let few = if link.candidates_total <= 3 {
+            &link.candidates[..]
+        } else {
+            &[]
+        };
+        let ends = link.from.iter().chain(link.to.iter()).chain(few.iter());
+        out.extend(ends.map(|d| d.path.clone()));
+    }
+    out
+}
+
 async fn one_hop(
     client: &mut amanmcp_proto::DaemonClient<tonic::transport::Channel>,
     root: &str,
@@ -481,66 +518,23 @@ async fn one_hop(
         }
         asked.push((hit.path.as_str(), symbol.as_str()));
         for kind in ["callers", "callees", "impact"] {
-            let Ok(answer) = client
-                .graph(pb::GraphRequest {
-                    root: root.to_string(),
-                    kind: kind.into(),
-                    symbols: vec![symbol.clone()],
-                    path: Some(hit.path.clone()),
-                    depth: 1,
-                    ..Default::default()
-                })
-                .await
-            else {
-                continue;
-            };
-            for link in answer.into_inner().links {
-                // An agent follows an ambiguous call only when it has few candidates.
-                let few = if link.candidates_total <= 3 {
-                    &link.candidates[..]
-                } else {
-                    &[]
-                };
-                let ends = link.from.iter().chain(link.to.iter()).chain(few.iter());
-                let paths = ends.map(|d| d.path.clone());
-                if kind == "impact" {
-                    if in_top {
-                        by_links.extend(paths);
-                    }
-                } else {
-                    by_files_calls.extend(paths.clone());
-                    if in_top {
-                        by_calls.extend(paths.clone());
-                        by_links.extend(paths);
-                    }
+            let paths = hop(client, root, kind, symbol, &hit.path).await;
+            if kind == "impact" {
+                if in_top {
+                    by_links.extend(paths);
+                }
+            } else {
+                by_files_calls.extend(paths.iter().cloned());
+                if in_top {
+                    by_calls.extend(paths.iter().cloned());
+                    by_links.extend(paths);
                 }
             }
         }
     }
     // Each top file's own top level: what it imports and runs when loaded.
     for path in &top {
-        let Ok(answer) = client
-            .graph(pb::GraphRequest {
-                root: root.to_string(),
-                kind: "callees".into(),
-                symbols: vec![path.clone()],
-                path: Some(path.clone()),
-                depth: 1,
-                ..Default::default()
-            })
-            .await
-        else {
-            continue;
-        };
-        for link in answer.into_inner().links {
-            let few = if link.candidates_total <= 3 {
-                &link.candidates[..]
-            } else {
-                &[]
-            };
-            let ends = link.to.iter().chain(few.iter());
-            by_files_calls.extend(ends.map(|d| d.path.clone()));
-        }
+        by_files_calls.extend(hop(client, root, "callees", path, path).await);
     }
     let calls = gold.iter().any(|g| by_calls.contains(g));
     let links = gold.iter().any(|g| by_links.contains(g));
