@@ -57,6 +57,18 @@ pub struct Import {
     pub line: u32,
 }
 
+impl Import {
+    /// The import as a use of the local name it binds, resolved as any use of it would be.
+    pub fn to_reference(&self) -> Reference {
+        Reference {
+            name: self.local.clone(),
+            line: self.line,
+            kind: RefKind::Import,
+            receiver: None,
+        }
+    }
+}
+
 /// A file's references, imports and declared types.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FileRefs {

@@ -131,12 +131,7 @@ pub(super) fn mentions_in(
     // The imports naming it, resolved as a use of the name they bind would be; one that
     // resolves to nothing in the project (an outside package's name) is no mention.
     for import in refs.imports.iter().filter(|i| binds(i)) {
-        let r = Reference {
-            name: import.local.clone(),
-            line: import.line,
-            kind: RefKind::Import,
-            receiver: None,
-        };
+        let r = import.to_reference();
         let resolution = resolver.resolve(path, &r)?;
         if matches!(resolution, Resolution::Unresolved(_)) {
             continue;

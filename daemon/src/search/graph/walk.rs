@@ -13,7 +13,7 @@ use super::{
     GraphAnswer, GraphView, Impacted, Label, Link, MAX_DEPTH, MAX_EXAMPLES, MAX_LINKS, Unexplained,
     is_test,
 };
-use crate::chunk::syntax::refs::{RefKind, Reference};
+use crate::chunk::syntax::refs::{Import, RefKind};
 use crate::error::{Error, UserError};
 
 /// Names at one level below which a walk stays on one thread (a thread's own resolver
@@ -286,12 +286,7 @@ impl<'v> Walk<'v> {
         // name is none of the project's.
         let imported = (refs.imports.iter())
             .filter(|i| within(i.line) && i.name.as_deref().is_some_and(|n| n != "*"))
-            .map(|i| Reference {
-                name: i.local.clone(),
-                line: i.line,
-                kind: RefKind::Import,
-                receiver: None,
-            });
+            .map(Import::to_reference);
         let written = (refs.refs())
             .filter(|r| r.kind != RefKind::Inherit)
             .filter(|r| within(r.line))
