@@ -24,7 +24,8 @@
 /// is a symbol, its methods and function-valued properties its members; definitions in the
 /// functions passed to a call written as a statement (`describe("..", () => {..})`) are.
 /// 22: a TypeScript interface's `extends` names its bases. 23: a JS/TS function assigned to a
-/// property (`app.use = function use() {..}`, `Foo.prototype.bar = ...`) is a definition.
+/// property (`app.use = function use() {..}`, `Foo.prototype.bar = ...`) is a definition, an
+/// object literal so assigned a symbol holding its methods.
 pub const CHUNKER_VERSION: u64 = 23;
 
 pub mod syntax;

@@ -104,7 +104,7 @@ impl Walker<'_> {
             }
             NameRule::JsDeclarator => {
                 let declarator = naming_declarator(node)?;
-                let (kind, container) = js_value(declarator.child_by_field_name("value")?)?;
+                let (kind, container) = js_value(node)?;
                 let name = declarator.child_by_field_name("name").map(text)?;
                 Named {
                     name,
@@ -118,7 +118,7 @@ impl Walker<'_> {
                 if left.kind() != "member_expression" {
                     return None;
                 }
-                let (kind, container) = js_value(node.child_by_field_name("right")?)?;
+                let (kind, container) = js_value(node)?;
                 let name = left.child_by_field_name("property").map(text)?;
                 let object = left.child_by_field_name("object").map(text)?;
                 let object = object.strip_suffix(".prototype").unwrap_or(&object);
@@ -142,7 +142,7 @@ impl Walker<'_> {
                 }
             }
             NameRule::JsPair => {
-                let (kind, container) = js_value(node.child_by_field_name("value")?)?;
+                let (kind, container) = js_value(node)?;
                 let name = clean(&node.child_by_field_name("key").map(text)?);
                 Named {
                     name,
@@ -299,11 +299,11 @@ fn naming_declarator(node: Node<'_>) -> Option<Node<'_>> {
         .find(|c| c.kind() == "variable_declarator")
 }
 
-/// What a JS/TS value written in a declaration or an object's property defines, and whether
-/// its members are definitions: a function, a class, or an object literal (whose methods
-/// and function-valued properties are its members), looked at through `satisfies`/`as`.
-fn js_value(value: Node<'_>) -> Option<(&'static str, bool)> {
-    match unwrap_js(value).kind() {
+/// What the value a JS/TS declaration, property or assignment gives ([`js_value_of`])
+/// defines, and whether its members are definitions: a function, a class, or an object
+/// literal (whose methods and function-valued properties are its members).
+fn js_value(node: Node<'_>) -> Option<(&'static str, bool)> {
+    match js_value_of(node)?.kind() {
         "arrow_function" | "function_expression" | "function" | "generator_function" => {
             Some(("function", false))
         }
@@ -330,17 +330,24 @@ fn unwrap_js(mut value: Node<'_>) -> Node<'_> {
     value
 }
 
-/// The object literal an object-valued JS/TS declaration or property holds: where its
-/// members are.
-pub(super) fn js_object(node: Node<'_>) -> Option<Node<'_>> {
+/// The value a JS/TS declaration, property or assignment gives (`const x = v`, `key: v`,
+/// `app.x = v`), looked at through `satisfies` / `as`.
+fn js_value_of(node: Node<'_>) -> Option<Node<'_>> {
     let value = match node.kind() {
         "pair" => node.child_by_field_name("value")?,
+        "assignment_expression" => node.child_by_field_name("right")?,
         "lexical_declaration" | "variable_declaration" => {
             naming_declarator(node)?.child_by_field_name("value")?
         }
         _ => return None,
     };
-    Some(unwrap_js(value)).filter(|v| v.kind() == "object")
+    Some(unwrap_js(value))
+}
+
+/// The object literal an object-valued JS/TS declaration, property or assignment holds:
+/// where its members are.
+pub(super) fn js_object(node: Node<'_>) -> Option<Node<'_>> {
+    js_value_of(node).filter(|v| v.kind() == "object")
 }
 
 /// One step from `node`: the field named `step`, else the first named child of that kind

@@ -68,6 +68,12 @@ module.exports = function createApplication() {
 };
 
 app.settings = {};
+
+app.helpers = {
+  format(value) {
+    return String(value);
+  },
+};
 "#;
     let chunked = check(
         "javascript",
@@ -77,6 +83,7 @@ app.settings = {};
             ("Router.route", "method"),
             ("compile", "function"),
             ("app.settings", "object"),
+            ("app.helpers.format", "method"),
         ],
     );
     let names: Vec<&str> = chunked.symbols.iter().map(|s| s.name.as_str()).collect();
