@@ -160,6 +160,9 @@ const SECONDARY_WORDS: &[&str] = &[
     "generated",
     "legacy",
     "compat",
+    "changelog",
+    "license",
+    "licence",
 ];
 
 impl Profile {

@@ -187,7 +187,39 @@ pub(super) fn is_secondary_path(path: &str) -> bool {
         || file.ends_with(".md")
         || file.ends_with(".rst")
         || file.ends_with(".txt");
-    dir_hit || file_hit
+    dir_hit || file_hit || project_notes(original)
+}
+
+/// The project's notes about itself (`LICENSE`, `CHANGES`, `CHANGES.old`, `AUTHORS`,
+/// `Changes`): prose like `.md` docs under another spelling, named by convention without
+/// a code extension or in capitals. `history.py` or `news.rs` is code and not one.
+fn project_notes(file: &str) -> bool {
+    let (stem, extension) = file.split_once('.').unwrap_or((file, ""));
+    let conventional = extension.is_empty()
+        || stem
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c == '_' || c == '-');
+    conventional
+        && matches!(
+            stem.to_ascii_lowercase().as_str(),
+            "license"
+                | "licence"
+                | "copying"
+                | "notice"
+                | "authors"
+                | "contributors"
+                | "maintainers"
+                | "changes"
+                | "changelog"
+                | "history"
+                | "news"
+                | "releases"
+                | "release_notes"
+                | "code_of_conduct"
+                | "contributing"
+                | "readme"
+                | "security"
+        )
 }
 
 /// A file name carrying a release number (`jquery-3.5.1.js`, `d3-7.8.min.js`): a copy of a

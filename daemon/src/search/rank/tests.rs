@@ -275,7 +275,42 @@ fn tests_and_docs_rank_lower_unless_asked_for() {
     assert!(is_secondary_path("src/RouterTest.java"));
     assert!(!is_secondary_path("src/contest.rs"));
     assert!(!is_secondary_path("src/latest.py"));
+    for notes in [
+        "CHANGES",
+        "CHANGES.old",
+        "LICENSE",
+        "AUTHORS.txt",
+        "Changes",
+        "lib/NEWS",
+    ] {
+        assert!(is_secondary_path(notes), "{notes}");
+    }
+    for code in [
+        "src/history.py",
+        "fastapi/security.py",
+        "lib/news.rs",
+        "Readme.kt",
+    ] {
+        assert!(!is_secondary_path(code), "{code}");
+    }
     assert!(!is_secondary_path("src/attest/mod.rs"));
+    // A changelog's line about the fix reads like the question; the code it fixed answers it.
+    let hits = vec![
+        hit("CHANGES", 1.0),
+        hit("sphinx/builders/linkcheck.py", 0.6),
+    ];
+    assert_eq!(
+        order(
+            "linkcheck falls back to GET on too many redirects",
+            hits.clone(),
+            Symbols(vec![])
+        ),
+        ["sphinx/builders/linkcheck.py", "CHANGES"]
+    );
+    assert_eq!(
+        order("changelog entries for linkcheck", hits, Symbols(vec![])),
+        ["CHANGES", "sphinx/builders/linkcheck.py"]
+    );
 }
 
 #[test]
