@@ -48,8 +48,15 @@ A broadcast channel delivers each value to all receivers. Broadcast channel rece
 lag when they are slow; broadcast channel receivers may miss values.
 ";
 
-/// Six files using `Deserialize`, its definition, a broadcast channel with its test and its
-/// guide.
+/// The project's changelog: prose about the code, in a file with no extension.
+const CHANGES: &str = "Release 1.2
+
+* Broadcast channel receivers no longer miss values when the broadcast channel lags.
+* Broadcast channel receivers are woken in order; slow broadcast channel receivers lag.
+";
+
+/// Six files using `Deserialize`, its definition, a broadcast channel with its test, its
+/// guide and the changelog.
 fn ranked_project(env: &TestEnv) -> std::path::PathBuf {
     let mut files: Vec<(String, String)> = (0..6)
         .map(|i| (format!("src/loaders/load_{i}.rs"), uses(i)))
@@ -58,6 +65,7 @@ fn ranked_project(env: &TestEnv) -> std::path::PathBuf {
     files.push(("src/sync/broadcast.rs".into(), BROADCAST_RS.into()));
     files.push(("tests/broadcast_test.rs".into(), BROADCAST_TEST_RS.into()));
     files.push(("docs/guide.md".into(), GUIDE_MD.into()));
+    files.push(("CHANGES".into(), CHANGES.into()));
     env.project("proj", &files)
 }
 
@@ -100,11 +108,14 @@ fn the_ranking_stage_puts_definitions_and_source_first() {
             json!({"query": "broadcast channel receivers", "mode": mode}),
         );
         assert_eq!(paths(&reply)[0], "src/sync/broadcast.rs", "{mode}: {reply}");
-        let test = result_for(&reply, "tests/broadcast_test.rs");
-        assert!(
-            test.is_none_or(|t| t["why"].to_string().contains("(lower)")),
-            "{mode}: {reply}"
-        );
+        // Tests and the changelog rank lower, as docs do.
+        for lower in ["tests/broadcast_test.rs", "CHANGES"] {
+            let found = result_for(&reply, lower);
+            assert!(
+                found.is_none_or(|t| t["why"].to_string().contains("(lower)")),
+                "{mode}: {reply}"
+            );
+        }
     }
     // Asking for tests ranks the tests above the code they test.
     let reply = shim.call_tool(
