@@ -37,7 +37,8 @@ settings=(
     "file-evidence-0.25=AMANMCP_RANK_FILE_EVIDENCE=0.25"
     "file-evidence-0.75=AMANMCP_RANK_FILE_EVIDENCE=0.75"
 )
-# Each rule's constant (daemon/src/search/rank/mod.rs; the vectors' lead, search/fusion.rs)
+# Each rule's constant (daemon/src/search/rank/mod.rs; the vectors' lead and the floor of
+# their similarities, search/fusion.rs)
 # below and above its value.
 for spec in FILE_NAMED=1.0 FILE_NAMED=1.3 FILE_NAMED=2.0 DIRECTORY_NAMED=1.15 \
     DIRECTORY_NAMED=1.5 FILE_SPELLED=1.0 FILE_SPELLED=1.4 SECONDARY_PATH=0.15 \
@@ -46,7 +47,7 @@ for spec in FILE_NAMED=1.0 FILE_NAMED=1.3 FILE_NAMED=2.0 DIRECTORY_NAMED=1.15 \
     DEFINES_WORDS=1.5 NAMING_SHARE=0.1 NAMING_SHARE=0.25 REPEAT_DAMPING=0.4 \
     REPEAT_DAMPING=0.8 OLD_VERSION=0.3 OLD_VERSION=0.8 COVERAGE_FLOOR=0.1 COVERAGE_FLOOR=0.5 \
     IDENTIFIER_SEMANTIC_WEIGHT=0.25 IDENTIFIER_SEMANTIC_WEIGHT=1.0 VECTOR_LEAD=0 \
-    VECTOR_LEAD=1.0 VECTOR_LEAD_FROM=0.2; do
+    VECTOR_LEAD=1.0 VECTOR_LEAD_FROM=0.2 NEAR_FLOOR=0 NEAR_FLOOR=0.5; do
     name="$(echo "${spec%%=*}" | tr 'A-Z_' 'a-z-')-${spec#*=}"
     settings+=("$name=AMANMCP_RANK_$spec")
 done

@@ -73,6 +73,9 @@ class Replay:
         self.issue = per(lambda r: r["kind"] == "Issue")[self.data.query]
         self.single = per(lambda r: not r["legs"]["lexical"] or not r["legs"]["semantic"])
         self.lead = self.vector_lead()
+        d = self.data
+        self.named = np.zeros(d.n_queries, bool)
+        np.logical_or.at(self.named, d.query, d.named | d.directory | (d.spelled > 0))
 
     def per_query_max(self, values):
         best = np.full(self.data.n_queries, -np.inf)
@@ -112,11 +115,13 @@ class Replay:
         return np.array(lead)
 
     def fused(self, k=60.0, semantic=1.0, vector_gap=0.0, vector_power=2.0, issue_rrf=False,
-              lead=0.5, lead_from=0.1):
+              lead=0.5, lead_from=0.1, near=1.0):
         """Fusion as built (`fusion.rs`, `Searcher::search`) with these changes: the vectors'
         RRF weight times `semantic`; `vector_gap` times the vector's similarity over the best,
         to `vector_power`, added (RRF's scores fall by rank alone); the vectors' first counted
-        `lead` more at a full lead (from a lead of `lead_from`)."""
+        `lead` more at a full lead (from a lead of `lead_from`); where no candidate's file or
+        directory is named, each candidate's score at least `near` times its semantic mode
+        score (`rank::rank_near`)."""
         d = self.data
         wl, ws = self.weights[d.query, 0], self.weights[d.query, 1] * semantic
         rrf = (np.where(d.lexical_rank >= 0, wl / (k + d.lexical_rank + 1), 0)
@@ -128,6 +133,10 @@ class Replay:
         if vector_gap:
             gap = self.ratio(self.vector, 0.0) ** vector_power
             base = self.normalised(base + vector_gap * self.weights[d.query, 1] * gap)
+        if near:
+            floor = near * self.weights[d.query, 1] * self.ratio(self.vector, 0.0)
+            keep = ~self.named[d.query] & ~self.issue
+            base = np.where(keep, np.maximum(base, floor), base)
         base = np.where(self.single[d.query], self.traced, base)
         if not issue_rrf:
             by_bm25 = np.maximum(self.issue_order(), 1e-6) * (1 + self.normalised(base))
@@ -190,6 +199,7 @@ def main():
         return ", ".join(out)
 
     print(f"{'as built':32s} {figures()}")
+    print(f"{'no floor at the vectors score':32s} {figures(near=0.0)}")
     print(f"{'no lead for the vectors first':32s} {figures(lead=0.0)}")
     for lead, start in ((0.25, 0.1), (1.0, 0.1), (0.5, 0.05), (0.5, 0.2)):
         print(f"{f'lead {lead} from {start}':32s} {figures(lead=lead, lead_from=start)}")

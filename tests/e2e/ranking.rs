@@ -394,3 +394,56 @@ fn the_project_s_own_language_finds_no_file() {
         "{plain}"
     );
 }
+
+/// Where no file or directory is named by the question, both legs judged the chunks' text
+/// alone: hybrid keeps each chunk at least as near as the vectors put it (its semantic
+/// mode score) and says so. A question naming a file leaves fusion as it was.
+#[test]
+fn where_no_path_is_named_hybrid_keeps_what_the_vectors_found_near() {
+    let env = TestEnv::new();
+    let shrink = "from PIL import Image\n\n\ndef shrink_picture(path, width, height):\n    picture = Image.open(path)\n    picture.thumbnail((width, height))\n    picture.save(path)\n";
+    let digest = "import hashlib\n\n\ndef file_digest(path):\n    digest = hashlib.sha256()\n    with open(path, \"rb\") as handle:\n        digest.update(handle.read())\n    return digest.hexdigest()\n";
+    let mail = "import smtplib\n\n\ndef deliver_newsletter(server, sender, recipients, body):\n    with smtplib.SMTP(server) as connection:\n        for recipient in recipients:\n            connection.sendmail(sender, recipient, body)\n";
+    // Near the question in meaning, with none of its words.
+    let rotate =
+        "from PIL import Image\n\n\ndef rotate_picture(image):\n    return image.rotate(90)\n";
+    let dates = "from datetime import datetime\n\n\ndef parse_birthday(text):\n    return datetime.strptime(text, \"%Y-%m-%d\").date()\n";
+    let files = [
+        ("media/images.py", shrink),
+        ("lib/f1.py", digest),
+        ("lib/f2.py", mail),
+        ("lib/f3.py", dates),
+        ("lib/f4.py", rotate),
+    ];
+    let root = env.project("proj", &files);
+    let mut shim = Shim::start(&env, &root);
+    shim.initialize();
+    shim.search_until("shrink_picture", "media/images.py");
+    env.wait_ready();
+    let kept = |reply: &Value| {
+        reply["result"]["structuredContent"]["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .filter(|r| {
+                r["why"]
+                    .to_string()
+                    .contains("as near as the vectors put it")
+            })
+            .count()
+    };
+    // `path` is a word of two files' code; no word names a file or a directory.
+    let reply = shim.call_tool("search", json!({"query": "make a photo at a path smaller"}));
+    assert_eq!(paths(&reply)[0], "media/images.py", "{reply}");
+    assert!(kept(&reply) > 0, "{reply}");
+    // `images` names `media/images.py`: the names decide, and fusion stands.
+    let reply = shim.call_tool("search", json!({"query": "make images at a path smaller"}));
+    assert_eq!(paths(&reply)[0], "media/images.py", "{reply}");
+    assert_eq!(kept(&reply), 0, "{reply}");
+    // Lexical mode has no vectors to keep.
+    let reply = shim.call_tool(
+        "search",
+        json!({"query": "make a photo at a path smaller", "mode": "lexical"}),
+    );
+    assert_eq!(kept(&reply), 0, "{reply}");
+}

@@ -130,6 +130,22 @@ impl Fusion {
         }
     }
 
+    /// Semantic mode's score of each of the vectors' candidates, its similarity over the
+    /// best (never below 0), times the vectors' weight: what the ranking stage keeps a
+    /// hybrid candidate's score at least at when no candidate's file or directory is named
+    /// by the query ([`super::rank::rank_near`]).
+    pub fn nearness(&self, semantic: &[(u64, f32)]) -> HashMap<u64, f32> {
+        let best = semantic
+            .iter()
+            .map(|(_, s)| *s)
+            .fold(f32::EPSILON, f32::max);
+        // 1 as built; 0 turns the floor off (`AMANMCP_RANK_NEAR_FLOOR`, for the CV sweep).
+        let weight = self.semantic_weight * super::rank::tuned("NEAR_FLOOR", 1.0);
+        (semantic.iter())
+            .map(|(id, s)| (*id, weight * (s / best).max(0.0)))
+            .collect()
+    }
+
     /// Fuse two rankings of (chunk id, score), best first (BM25 scores; similarities, larger
     /// is nearer), into one, best first, with fused scores and each chunk's rank in each.
     pub fn fuse(&self, lexical: &[(u64, f32)], semantic: &[(u64, f32)]) -> Vec<Fused> {
@@ -432,5 +448,18 @@ mod tests {
         assert_eq!(SearchMode::parse("Semantic"), Some(SearchMode::Semantic));
         assert_eq!(SearchMode::parse(""), Some(SearchMode::Hybrid));
         assert_eq!(SearchMode::parse("fuzzy"), None);
+    }
+
+    #[test]
+    fn nearness_is_semantic_modes_score_times_the_vectors_weight() {
+        let near = Fusion::default().nearness(&[(1, 0.8), (2, 0.4), (3, -0.2)]);
+        assert_eq!(near[&1], 1.0);
+        assert_eq!(near[&2], 0.5);
+        assert_eq!(near[&3], 0.0);
+        // A long query's vectors weigh less, and so does what they keep.
+        let near = Fusion::default()
+            .for_query(32, false)
+            .nearness(&[(1, 0.8), (2, 0.4)]);
+        assert_eq!((near[&1], near[&2]), (0.5, 0.25));
     }
 }

@@ -16,6 +16,7 @@ pub mod rank;
 pub mod semantic;
 pub mod similar;
 pub mod usages;
+mod view;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -27,8 +28,8 @@ use crate::embed::Embedding;
 use crate::error::{Error, UserError};
 use crate::index::ProjectIndex;
 use crate::index::lexical::{LexicalHit, LexicalQuery};
-use crate::index::store::{SymbolNames, SymbolRecord};
 use fusion::{Fusion, SearchMode};
+use view::StoreView;
 
 /// Largest page a search may ask for.
 pub const MAX_LIMIT: usize = 1000;
@@ -207,7 +208,7 @@ impl Searcher<'_> {
         let depth = (params.offset + params.limit).max(FUSION_DEPTH);
         // BM25's candidates through the ranking stage, paged.
         let ranked_page = |hits: Vec<LexicalHit>, total: usize, semantic: Semantic| {
-            let page = self.page(&profile, hits, params, None);
+            let page = self.page(&profile, hits, params, None, None);
             Found::page(page, total as u64, params.offset, semantic).own_language(&own_language)
         };
         if params.mode == SearchMode::Lexical {
@@ -297,13 +298,20 @@ impl Searcher<'_> {
                           "issue_bm25": issue_bm25 },
             }));
         }
+        // Each vector candidate's score in semantic mode, which the ranking stage keeps a
+        // candidate at when no file or directory is named by the query (`rank::rank_near`).
+        // Not for a pasted issue, ordered by BM25 above.
+        let near = (params.mode == SearchMode::Hybrid
+            && profile.kind != rank::QueryKind::Issue
+            && !lexical_hits.is_empty())
+        .then(|| fusion.nearness(&ranking));
         let (mut hits, total) =
             self.fused(lexical_hits, lexical_total as u64, &ranking, &fusion, None)?;
         if let Some(bm25) = &issue_bm25 {
             fusion::order_by_bm25(&mut hits, bm25);
         }
         Ok(Found::page(
-            self.page(&profile, hits, params, exact_first.as_ref()),
+            self.page(&profile, hits, params, exact_first.as_ref(), near.as_ref()),
             total,
             params.offset,
             embedded.used(),
@@ -314,25 +322,23 @@ impl Searcher<'_> {
     /// The candidates reordered by the ranking stage ([`rank`]), cut to the page asked for
     /// and labelled ([`label`]); each file's symbols are read once for both. The chunks in
     /// `exact` (the only ones holding the query's words) come first, each group in the
-    /// ranking stage's order.
+    /// ranking stage's order; `near`: each vector candidate's score in semantic mode, the
+    /// least a candidate keeps when no file or directory is named ([`rank::rank_near`]).
     fn page(
         &self,
         profile: &rank::Profile,
         hits: Vec<LexicalHit>,
         params: &SearchParams,
         exact: Option<&std::collections::HashSet<u64>>,
+        near: Option<&HashMap<u64, f32>>,
     ) -> Vec<LexicalHit> {
-        let view = StoreView {
-            index: self.index,
-            symbols: std::cell::RefCell::new(HashMap::new()),
-            names: std::cell::RefCell::new(HashMap::new()),
-        };
+        let view = StoreView::new(self.index);
         if rank::trace::enabled() {
             let exact: Vec<u64> = exact.map_or(Vec::new(), |e| e.iter().copied().collect());
             let mode = format!("{:?}", params.mode).to_lowercase();
             rank::trace::write(&serde_json::json!({ "mode": mode, "exact": exact }));
         }
-        let mut ranked = rank::rank(profile, hits, &view);
+        let mut ranked = rank::rank_near(profile, hits, &view, near);
         if let Some(exact) = exact {
             let (mut first, rest): (Vec<LexicalHit>, Vec<LexicalHit>) = ranked
                 .into_iter()
@@ -525,70 +531,5 @@ impl Searcher<'_> {
             })?
             .compile_matcher();
         Ok(matcher)
-    }
-}
-
-/// The ranking stage's view of the project's index: the names each candidate defines (from
-/// the per-file symbol lists, read once per file), word frequencies from tantivy, directories
-/// from LMDB.
-struct StoreView<'a> {
-    index: &'a ProjectIndex,
-    /// Each file's symbols (read for the page shown; shared with the store's cache).
-    symbols: std::cell::RefCell<HashMap<String, Arc<Vec<SymbolRecord>>>>,
-    /// Each file's symbols' names, by first line (read for every candidate).
-    names: std::cell::RefCell<HashMap<String, Arc<SymbolNames>>>,
-}
-
-impl StoreView<'_> {
-    /// The symbols whose definitions start inside `hit`'s lines, in order.
-    fn defined(&self, hit: &LexicalHit) -> Vec<SymbolRecord> {
-        let mut cache = self.symbols.borrow_mut();
-        let symbols = cache.entry(hit.path.clone()).or_insert_with(|| {
-            self.index
-                .store
-                .shared_symbols_of(&hit.path)
-                .unwrap_or_default()
-        });
-        let mut defined: Vec<SymbolRecord> = symbols
-            .iter()
-            .filter(|s| hit.start_line <= s.start_line && s.start_line <= hit.end_line)
-            .cloned()
-            .collect();
-        // Stable: symbols on one line keep their stored order.
-        defined.sort_by_key(|s| s.start_line);
-        defined
-    }
-}
-
-impl rank::IndexView for StoreView<'_> {
-    fn defined_in(&self, hit: &LexicalHit) -> Vec<String> {
-        let mut names = self.names.borrow_mut();
-        let names = names.entry(hit.path.clone()).or_insert_with(|| {
-            self.index
-                .store
-                .symbol_names_of(&hit.path)
-                .unwrap_or_default()
-        });
-        let mut out: Vec<String> = names
-            .starting_within(hit.start_line, hit.end_line)
-            .map(str::to_string)
-            .collect();
-        if let Some(symbol) = &hit.symbol {
-            let bare = symbol.rsplit(['.', ':']).next().unwrap_or(symbol);
-            out.push(bare.to_string());
-        }
-        out
-    }
-
-    fn doc_share(&self, word: &str) -> f32 {
-        self.index.lexical.doc_share(word)
-    }
-
-    fn has_directory(&self, dir: &str) -> bool {
-        self.index.store.has_directory(dir).unwrap_or(false)
-    }
-
-    fn has_file(&self, path: &str) -> bool {
-        self.index.store.has_file(path).unwrap_or(false)
     }
 }

@@ -70,6 +70,12 @@ pub struct Evidence {
 }
 
 impl Evidence {
+    /// Whether the candidate's path says something about the query: its file or directory
+    /// named by a query word, or its file name spelled by them.
+    pub fn names_the_path(&self) -> bool {
+        self.named != Named::No || self.spelled > 0 || self.directory.is_some()
+    }
+
     /// Read `hit` for `profile`. `file_words`: the query words that tell files apart by name,
     /// with their weights; `rarity`: each query word's. `of_path` keeps what a file's path
     /// says for the query (the same for each of its chunks) through one ranking.

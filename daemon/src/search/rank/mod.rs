@@ -132,6 +132,10 @@ pub struct Profile {
 /// as naming one.
 const MIN_NAMED_FILES: usize = 3;
 
+/// Why a hybrid candidate's score is its semantic one ([`rank_near`]).
+const NEAR_FLOOR_WHY: &str =
+    "as near as the vectors put it (no file or directory named by the query)";
+
 /// Words longer than this many characters count as a pasted issue.
 const ISSUE_WORDS: usize = 40;
 
@@ -256,6 +260,21 @@ pub trait IndexView {
 
 /// Reorder `hits` (best first, scores from retrieval) for `profile`.
 pub fn rank(profile: &Profile, hits: Vec<LexicalHit>, view: &dyn IndexView) -> Vec<LexicalHit> {
+    rank_near(profile, hits, view, None)
+}
+
+/// [`rank`] a hybrid search's candidates, `near` holding each vector candidate's score in
+/// semantic mode ([`super::fusion::Fusion::nearness`]). When no candidate's file or
+/// directory is named by the query, both legs judged the same thing, the chunks' text, and
+/// the vectors judge meaning better than shared words do: each candidate's score is then at
+/// least its score in semantic mode, so fusion never ranks a chunk the vectors find near
+/// below where semantic mode would. Where a name is read, the names decide and RRF stands.
+pub fn rank_near(
+    profile: &Profile,
+    hits: Vec<LexicalHit>,
+    view: &dyn IndexView,
+    near: Option<&HashMap<u64, f32>>,
+) -> Vec<LexicalHit> {
     if hits.is_empty() {
         return hits;
     }
@@ -272,11 +291,21 @@ pub fn rank(profile: &Profile, hits: Vec<LexicalHit>, view: &dyn IndexView) -> V
     let tracing = trace::enabled();
     let mut traced = Vec::new();
     let mut of_path = rustc_hash::FxHashMap::default();
+    let evidence: Vec<Evidence> = (hits.iter())
+        .map(|hit| Evidence::read(profile, &file_words, &rarity, hit, view, &mut of_path))
+        .collect();
+    let near = near.filter(|_| !evidence.iter().any(Evidence::names_the_path));
     let mut scored: Vec<(f32, LexicalHit)> = hits
         .into_iter()
-        .map(|mut hit| {
-            let base = (hit.score / best).max(0.0);
-            let evidence = Evidence::read(profile, &file_words, &rarity, &hit, view, &mut of_path);
+        .zip(evidence)
+        .map(|(mut hit, evidence)| {
+            let mut base = (hit.score / best).max(0.0);
+            if let Some(&floor) = near.and_then(|near| near.get(&hit.chunk_id))
+                && floor > base
+            {
+                base = floor;
+                hit.why.push(NEAR_FLOOR_WHY.to_string());
+            }
             let (factor, why) = evidence.factor();
             if tracing {
                 // Which of the query's words (by stem) the chunk's text and its path hold.

@@ -4,6 +4,7 @@ use super::*;
 use paths::{module_directory, spelled_by};
 use text::defines_in_text;
 
+mod near;
 mod path_priors;
 
 struct Symbols(Vec<(&'static str, &'static str)>);
