@@ -218,19 +218,23 @@ fn a_pasted_issue_finds_the_code_not_the_test_it_quotes() {
     }
 }
 
-/// A pasted issue's screenshot and links are not words of the question: the image's
-/// address (`….png`) names no file, and neither do its tag's attributes.
+/// A pasted issue's screenshot, links and list of installed versions are not words of the
+/// question: the image's address (`….png`) names no file, nor do its tag's attributes, nor
+/// a package's name in the versions (`zarr: 2.13.3`).
 #[test]
 fn a_pasted_issue_s_links_and_html_find_no_file() {
     let env = TestEnv::new();
     let png_py =
         "def write_png(width, alt):\n    \"\"\"PNG encoder.\"\"\"\n    return encode(width, alt)\n";
+    let zarr_py =
+        "def open_zarr(store):\n    \"\"\"Open a zarr store.\"\"\"\n    return read(store)\n";
     let root = env.project(
         "proj",
         &[
             ("src/sync/broadcast.rs", BROADCAST_RS),
             ("tests/broadcast_test.rs", BROADCAST_TEST_RS),
             ("util/png.py", png_py),
+            ("backends/zarr.py", zarr_py),
         ],
     );
     let mut shim = Shim::start(&env, &root);
@@ -239,13 +243,21 @@ fn a_pasted_issue_s_links_and_html_find_no_file() {
     let screenshot = "Result:\n<img width=\"148\" alt=\"Screenshot\" \
         src=\"https://user-images.githubusercontent.com/748828/83331159-4eab.png\">\n\
         ![trace](https://example.com/shots/trace.png)\n";
-    let issue = format!("{ISSUE}\n{screenshot}");
+    // The versions installed, as `show_versions()` prints them: no word of the question.
+    let versions = "<details>\nINSTALLED VERSIONS\ncommit: None\npython-bits: 64\n\
+        zarr: 2.13.3\ndask: 2022.10.0\nrasterio: 1.3.3\n</details>\n";
+    let issue = format!("{ISSUE}\n{screenshot}{versions}");
     let reply = shim.call_tool("search", json!({"query": issue, "mode": "lexical"}));
     assert_eq!(paths(&reply)[0], "src/sync/broadcast.rs", "{reply}");
-    assert!(
-        result_for(&reply, "util/png.py").is_none(),
-        "the screenshot's address found a file: {reply}"
-    );
+    for (file, found_by) in [
+        ("util/png.py", "the screenshot's address"),
+        ("backends/zarr.py", "the list of installed versions"),
+    ] {
+        assert!(
+            result_for(&reply, file).is_none(),
+            "{found_by} found {file}: {reply}"
+        );
+    }
 }
 
 #[test]

@@ -4,7 +4,8 @@
 //! "Thanks for submitting an issue!") are addresses, layout and boilerplate, not words of the
 //! question; searched for, they name files by accident (`png` -> `util/png.py`). A link into
 //! a repository's source (`…/blob/<ref>/src/_pytest/pastebin.py#L68`) names a file, and
-//! stays as its path.
+//! stays as its path. An environment report (the versions installed, an issue template's
+//! "- OS: / - Python version:") lists every package by name: its keys are no words either.
 
 use std::borrow::Cow;
 use std::sync::LazyLock;
@@ -31,9 +32,88 @@ static MARKUP: LazyLock<Regex> = LazyLock::new(|| {
     .expect("valid pattern")
 });
 
+/// A line of an environment report: `numpy: 1.23.4`, `- Python version: 3.8.2`,
+/// `OS: Linux` (a key of up to three words, then a short value).
+static REPORT_LINE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\s*(?:[-*]\s+)?[A-Za-z][\w.+-]*(?: [A-Za-z][\w.+-]*){0,2}\s*:\s*(.{0,80})$")
+        .expect("valid pattern")
+});
+
+/// Lines in a row that make an environment report, at least.
+const REPORT_LINES: usize = 4;
+
+/// Whether a report line's value says only which version or none (`1.23.4`, `None`, `No`).
+fn version_like(value: &str) -> bool {
+    let value = value.trim();
+    value.is_empty()
+        || value.starts_with(|c: char| c.is_ascii_digit())
+        || ["none", "no", "n/a", "yes", "unknown", "-"].contains(&value.to_lowercase().as_str())
+}
+
+/// `text` without its environment reports: runs of [`REPORT_LINES`] or more `key: value`
+/// lines, most of whose values are versions (`xr.show_versions()`, an issue template's
+/// "- OS: / - Python version: / - Sphinx version:"). Their keys are the names of every
+/// package installed and name the project's files by accident (`zarr: 2.13.3` ->
+/// `backends/zarr.py`); of their values, only those that are not a version stay
+/// (`Sphinx extensions: sphinx.ext.napoleon`).
+fn without_reports(text: &str) -> Cow<'_, str> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut keep = vec![true; lines.len()];
+    let mut values: Vec<Option<&str>> = vec![None; lines.len()];
+    // A fenced block is code or its output (a config file's `max-line-length: 100`): kept.
+    let mut fenced = false;
+    let in_report: Vec<bool> = (lines.iter())
+        .map(|line| {
+            if line.trim_start().starts_with("```") {
+                fenced = !fenced;
+                return false;
+            }
+            !fenced && REPORT_LINE.is_match(line)
+        })
+        .collect();
+    let mut start = 0;
+    while start < lines.len() {
+        let mut end = start;
+        while end < lines.len() && in_report[end] {
+            end += 1;
+        }
+        if end == start {
+            start += 1;
+            continue;
+        }
+        let run: Vec<&str> = (start..end)
+            .filter_map(|i| REPORT_LINE.captures(lines[i]))
+            .map(|c| c.get(1).map_or("", |m| m.as_str()))
+            .collect();
+        let versions = run.iter().filter(|v| version_like(v)).count();
+        if run.len() >= REPORT_LINES && versions * 2 >= run.len() {
+            for (i, value) in (start..end).zip(run) {
+                keep[i] = false;
+                values[i] = (!version_like(value)).then_some(value);
+            }
+        }
+        start = end;
+    }
+    if keep.iter().all(|k| *k) {
+        return Cow::Borrowed(text);
+    }
+    let out: Vec<&str> = (lines.iter().zip(keep).zip(values))
+        .filter_map(|((line, kept), value)| if kept { Some(*line) } else { value })
+        .collect();
+    Cow::Owned(out.join("\n"))
+}
+
 /// `text` without its links, HTML tags and comments (each left as a space), a link into a
-/// source tree left as the path it names; `text` itself when it has none.
+/// source tree left as the path it names, and without its environment reports
+/// ([`without_reports`]); `text` itself when it has none.
 pub fn without_markup(text: &str) -> Cow<'_, str> {
+    match without_reports(text) {
+        Cow::Borrowed(text) => without_links(text),
+        Cow::Owned(text) => Cow::Owned(without_links(&text).into_owned()),
+    }
+}
+
+fn without_links(text: &str) -> Cow<'_, str> {
     let unmarked = MARKUP.replace_all(text, " ");
     if !LINK.is_match(&unmarked) {
         return unmarked;
@@ -88,6 +168,34 @@ mod tests {
                 "here"
             ]
         );
+    }
+
+    #[test]
+    fn an_environment_report_is_no_words_but_what_is_not_a_version() {
+        let issue = "Autodoc drops defaults\n\n**Environment info**\n- OS: Mac\n\
+            - Python version: 3.8.2\n- Sphinx version: 3.1.0dev\n\
+            - Sphinx extensions: sphinx.ext.napoleon\n- Extra tools: No\n\n\
+            <details>\nINSTALLED VERSIONS\ncommit: None\nzarr: 2.13.3\ndask: 2022.10.0\n\
+            rasterio: 1.3.3\nOS: Linux\n</details>";
+        assert_eq!(
+            words(issue),
+            [
+                "Autodoc",
+                "drops",
+                "defaults",
+                "**Environment",
+                "info**",
+                "Mac",
+                "sphinx.ext.napoleon",
+                "INSTALLED",
+                "VERSIONS",
+                "Linux"
+            ]
+        );
+        // A few such lines, or a config file in a fenced block, are the question's own.
+        let config = "pylint ignores max-line-length\n```\n[FORMAT]\nmax-line-length: 100\n\
+            jobs: 4\nfail-under: 9.5\nscore: 1\n```\nwhen: 2.13\nwhy: 3";
+        assert_eq!(without_markup(config), config);
     }
 
     #[test]
