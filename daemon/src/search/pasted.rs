@@ -39,6 +39,12 @@ static REPORT_LINE: LazyLock<Regex> = LazyLock::new(|| {
         .expect("valid pattern")
 });
 
+/// A line of a package list (`pip list`, `conda list`): a name, spaces, its
+/// version (`importlib-metadata 4.8.2`). Output, never code: read inside code blocks too.
+static PACKAGE_LINE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\s*[A-Za-z][\w.-]*\s+v?\d[\w.+-]*(?:\s+\S+)?\s*$").expect("valid pattern")
+});
+
 /// Lines in a row that make an environment report, at least.
 const REPORT_LINES: usize = 4;
 
@@ -68,7 +74,7 @@ fn without_reports(text: &str) -> Cow<'_, str> {
                 fenced = !fenced;
                 return false;
             }
-            !fenced && REPORT_LINE.is_match(line)
+            (!fenced && REPORT_LINE.is_match(line)) || PACKAGE_LINE.is_match(line)
         })
         .collect();
     let mut start = 0;
@@ -81,9 +87,12 @@ fn without_reports(text: &str) -> Cow<'_, str> {
             start += 1;
             continue;
         }
+        // A package line's value is its version.
         let run: Vec<&str> = (start..end)
-            .filter_map(|i| REPORT_LINE.captures(lines[i]))
-            .map(|c| c.get(1).map_or("", |m| m.as_str()))
+            .map(|i| match REPORT_LINE.captures(lines[i]) {
+                Some(c) => c.get(1).map_or("", |m| m.as_str()),
+                None => "",
+            })
             .collect();
         let versions = run.iter().filter(|v| version_like(v)).count();
         if run.len() >= REPORT_LINES && versions * 2 >= run.len() {
@@ -190,6 +199,27 @@ mod tests {
                 "INSTALLED",
                 "VERSIONS",
                 "Linux"
+            ]
+        );
+        // `pip list`, fenced or not.
+        let packages = "Fails on 3.9\n```\n$ pip list\nPackage            Version\n\
+            ------------------ -------\natomicwrites       1.4.0\nattrs              21.2.0\n\
+            importlib-metadata 4.8.2\npluggy             1.0.0\n```";
+        assert_eq!(
+            words(packages),
+            [
+                "Fails",
+                "on",
+                "3.9",
+                "```",
+                "$",
+                "pip",
+                "list",
+                "Package",
+                "Version",
+                "------------------",
+                "-------",
+                "```"
             ]
         );
         // A few such lines, or a config file in a fenced block, are the question's own.
