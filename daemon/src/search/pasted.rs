@@ -4,8 +4,10 @@
 //! "Thanks for submitting an issue!") are addresses, layout and boilerplate, not words of the
 //! question; searched for, they name files by accident (`png` -> `util/png.py`). A link into
 //! a repository's source (`…/blob/<ref>/src/_pytest/pastebin.py#L68`) names a file, and
-//! stays as its path. An environment report (the versions installed, an issue template's
-//! "- OS: / - Python version:") lists every package by name: its keys are no words either.
+//! stays as its path. An issue template's headings (`### Expected behavior`) are its
+//! structure, and an environment report (the versions installed, a template's "- OS: /
+//! - Python version:", `pip list`) lists every package by name: no words of the question
+//! either.
 
 use std::borrow::Cow;
 use std::sync::LazyLock;
@@ -56,24 +58,37 @@ fn version_like(value: &str) -> bool {
         || ["none", "no", "n/a", "yes", "unknown", "-"].contains(&value.to_lowercase().as_str())
 }
 
-/// `text` without its environment reports: runs of [`REPORT_LINES`] or more `key: value`
+/// A Markdown heading (`### Versions`) or a line that is one short bold phrase
+/// (`**Describe the bug**`), as issue templates write their sections.
+fn is_heading(line: &str) -> bool {
+    let hashes = line.starts_with('#') && line.trim_start_matches('#').starts_with(' ');
+    let bold = (5..50).contains(&line.len()) && line.starts_with("**") && line.ends_with("**");
+    hashes || (bold && !line[2..line.len() - 2].contains("**"))
+}
+
+/// `text` without its template's headings (after the title line, outside code blocks) and
+/// without its environment reports: runs of [`REPORT_LINES`] or more `key: value`
 /// lines, most of whose values are versions (`xr.show_versions()`, an issue template's
 /// "- OS: / - Python version: / - Sphinx version:"). Their keys are the names of every
 /// package installed and name the project's files by accident (`zarr: 2.13.3` ->
 /// `backends/zarr.py`); of their values, only those that are not a version stay
 /// (`Sphinx extensions: sphinx.ext.napoleon`).
-fn without_reports(text: &str) -> Cow<'_, str> {
+fn without_boilerplate(text: &str) -> Cow<'_, str> {
     let lines: Vec<&str> = text.lines().collect();
     let mut keep = vec![true; lines.len()];
     let mut values: Vec<Option<&str>> = vec![None; lines.len()];
-    // A fenced block is code or its output (a config file's `max-line-length: 100`): kept.
-    let mut fenced = false;
-    let in_report: Vec<bool> = (lines.iter())
+    // A fenced block is code or its output (a config file's `max-line-length: 100`), its
+    // fences included: kept.
+    let mut open = false;
+    let fenced: Vec<bool> = (lines.iter())
         .map(|line| {
-            if line.trim_start().starts_with("```") {
-                fenced = !fenced;
-                return false;
-            }
+            let fence = line.trim_start().starts_with("```");
+            open ^= fence;
+            open || fence
+        })
+        .collect();
+    let in_report: Vec<bool> = (lines.iter().zip(&fenced))
+        .map(|(line, fenced)| {
             (!fenced && REPORT_LINE.is_match(line)) || PACKAGE_LINE.is_match(line)
         })
         .collect();
@@ -103,6 +118,14 @@ fn without_reports(text: &str) -> Cow<'_, str> {
         }
         start = end;
     }
+    // Headings after the title line are the issue template's (`### Expected behavior`,
+    // `**Describe the bug**`, `### Versions`): its structure, not the question.
+    let title = lines.iter().position(|l| !l.trim().is_empty());
+    for (i, line) in lines.iter().enumerate() {
+        if !fenced[i] && Some(i) != title && is_heading(line.trim()) {
+            keep[i] = false;
+        }
+    }
     if keep.iter().all(|k| *k) {
         return Cow::Borrowed(text);
     }
@@ -113,10 +136,10 @@ fn without_reports(text: &str) -> Cow<'_, str> {
 }
 
 /// `text` without its links, HTML tags and comments (each left as a space), a link into a
-/// source tree left as the path it names, and without its environment reports
-/// ([`without_reports`]); `text` itself when it has none.
+/// source tree left as the path it names, and without its template's headings and
+/// environment reports ([`without_boilerplate`]); `text` itself when it has none.
 pub fn without_markup(text: &str) -> Cow<'_, str> {
-    match without_reports(text) {
+    match without_boilerplate(text) {
         Cow::Borrowed(text) => without_links(text),
         Cow::Owned(text) => Cow::Owned(without_links(&text).into_owned()),
     }
@@ -192,8 +215,6 @@ mod tests {
                 "Autodoc",
                 "drops",
                 "defaults",
-                "**Environment",
-                "info**",
                 "Mac",
                 "sphinx.ext.napoleon",
                 "INSTALLED",
@@ -226,6 +247,43 @@ mod tests {
         let config = "pylint ignores max-line-length\n```\n[FORMAT]\nmax-line-length: 100\n\
             jobs: 4\nfail-under: 9.5\nscore: 1\n```\nwhen: 2.13\nwhy: 3";
         assert_eq!(without_markup(config), config);
+    }
+
+    #[test]
+    fn a_templates_headings_are_no_words_but_the_title_and_code_are() {
+        let issue = "### Crash in linkcheck\n**Describe the bug**\nlinkcheck crashes\n\
+            ### Expected behavior\nno crash\n```python\n# check the anchors\n\
+            **kwargs\n```\n**Note: this only happens with anchors on and a redirect**";
+        assert_eq!(
+            words(issue),
+            [
+                "###",
+                "Crash",
+                "in",
+                "linkcheck",
+                "linkcheck",
+                "crashes",
+                "no",
+                "crash",
+                "```python",
+                "#",
+                "check",
+                "the",
+                "anchors",
+                "**kwargs",
+                "```",
+                "**Note:",
+                "this",
+                "only",
+                "happens",
+                "with",
+                "anchors",
+                "on",
+                "and",
+                "a",
+                "redirect**"
+            ]
+        );
     }
 
     #[test]
