@@ -5,9 +5,9 @@
 //! question; searched for, they name files by accident (`png` -> `util/png.py`). A link into
 //! a repository's source (`…/blob/<ref>/src/_pytest/pastebin.py#L68`) names a file, and
 //! stays as its path. An issue template's headings (`### Expected behavior`) are its
-//! structure, and an environment report (the versions installed, a template's "- OS: /
-//! - Python version:", `pip list`) lists every package by name: no words of the question
-//! either.
+//! structure, and an environment report (the versions installed, a template's `OS:` and
+//! `Python version:` lines, `pip list`) lists every package by name: no words of the
+//! question either.
 
 use std::borrow::Cow;
 use std::sync::LazyLock;
