@@ -1,14 +1,17 @@
 //! The ranking stage: re-orders the candidates retrieval hands it (BM25 alone, or BM25 and
 //! vectors fused by RRF) using what a code index knows and a bag of words does not.
 //!
-//! Each candidate starts from its retrieval score, scaled so the best is 1, and is
-//! multiplied by evidence, one factor per rule, each named after what it rewards:
+//! Each candidate starts from its retrieval score, scaled so the best is 1 (in a hybrid
+//! search where no candidate's file or directory is named, at least its semantic mode
+//! score: [`rank_near`]), and is multiplied by evidence, one factor per rule, each named
+//! after what it rewards:
 //! - *definitions*: the chunk defines a name the query asks for (the whole query as an
 //!   identifier, or a CamelCase / snake_case word inside a sentence);
 //! - *file names*: query words naming the file (`broadcast` -> `sync/broadcast.rs`, plurals
 //!   and prefixes) or its directory; a name of several words the query spells in a row
 //!   (`syslog handler` -> `SyslogHandler.php`) more so;
-//! - *path priors*: tests, examples, docs, benchmarks, vendored and generated code rank lower
+//! - *path priors*: tests, examples, docs (and a project's notes: `CHANGES`, `LICENSE`),
+//!   benchmarks, vendored and generated code rank lower
 //!   unless the query asks for them (a pasted issue never does: it names its failing test
 //!   as context). A re-export file (`__init__.py`, `index.ts`, `mod.rs` holding only
 //!   imports) is not ranked down: a hub answers questions about what it gathers;
