@@ -75,8 +75,6 @@ fn is_heading(line: &str) -> bool {
 /// (`Sphinx extensions: sphinx.ext.napoleon`).
 fn without_boilerplate(text: &str) -> Cow<'_, str> {
     let lines: Vec<&str> = text.lines().collect();
-    let mut keep = vec![true; lines.len()];
-    let mut values: Vec<Option<&str>> = vec![None; lines.len()];
     // A fenced block is code or its output (a config file's `max-line-length: 100`), its
     // fences included: kept.
     let mut open = false;
@@ -87,52 +85,42 @@ fn without_boilerplate(text: &str) -> Cow<'_, str> {
             open || fence
         })
         .collect();
-    let in_report: Vec<bool> = (lines.iter().zip(&fenced))
-        .map(|(line, fenced)| {
-            (!fenced && REPORT_LINE.is_match(line)) || PACKAGE_LINE.is_match(line)
+    // Each line's value if it may belong to a report (a package line's value is its
+    // version).
+    let report: Vec<Option<&str>> = (lines.iter().zip(&fenced))
+        .map(|(line, fenced)| match REPORT_LINE.captures(line) {
+            Some(c) if !fenced => Some(c.get(1).map_or("", |m| m.as_str())),
+            _ => PACKAGE_LINE.is_match(line).then_some(""),
         })
         .collect();
+    // What each line leaves: itself, a report's value that is no version, or nothing.
+    let mut shown: Vec<Option<&str>> = lines.iter().map(|line| Some(*line)).collect();
+    let mut changed = false;
     let mut start = 0;
-    while start < lines.len() {
-        let mut end = start;
-        while end < lines.len() && in_report[end] {
-            end += 1;
-        }
-        if end == start {
-            start += 1;
-            continue;
-        }
-        // A package line's value is its version.
-        let run: Vec<&str> = (start..end)
-            .map(|i| match REPORT_LINE.captures(lines[i]) {
-                Some(c) => c.get(1).map_or("", |m| m.as_str()),
-                None => "",
-            })
-            .collect();
-        let versions = run.iter().filter(|v| version_like(v)).count();
-        if run.len() >= REPORT_LINES && versions * 2 >= run.len() {
-            for (i, value) in (start..end).zip(run) {
-                keep[i] = false;
-                values[i] = (!version_like(value)).then_some(value);
+    for run in report.chunk_by(|a, b| a.is_some() == b.is_some()) {
+        let values: Vec<&str> = run.iter().flatten().copied().collect();
+        let versions = values.iter().filter(|v| version_like(v)).count();
+        if values.len() >= REPORT_LINES && versions * 2 >= values.len() {
+            for (i, value) in (start..).zip(values) {
+                shown[i] = (!version_like(value)).then_some(value);
             }
+            changed = true;
         }
-        start = end;
+        start += run.len();
     }
     // Headings after the title line are the issue template's (`### Expected behavior`,
     // `**Describe the bug**`, `### Versions`): its structure, not the question.
     let title = lines.iter().position(|l| !l.trim().is_empty());
     for (i, line) in lines.iter().enumerate() {
         if !fenced[i] && Some(i) != title && is_heading(line.trim()) {
-            keep[i] = false;
+            shown[i] = None;
+            changed = true;
         }
     }
-    if keep.iter().all(|k| *k) {
+    if !changed {
         return Cow::Borrowed(text);
     }
-    let out: Vec<&str> = (lines.iter().zip(keep).zip(values))
-        .filter_map(|((line, kept), value)| if kept { Some(*line) } else { value })
-        .collect();
-    Cow::Owned(out.join("\n"))
+    Cow::Owned(shown.into_iter().flatten().collect::<Vec<_>>().join("\n"))
 }
 
 /// `text` without its links, HTML tags and comments (each left as a space), a link into a
