@@ -121,7 +121,7 @@ class Replay:
         to `vector_power`, added (RRF's scores fall by rank alone); the vectors' first counted
         `lead` more at a full lead (from a lead of `lead_from`); where no candidate's file or
         directory is named, each candidate's score at least `near` times its semantic mode
-        score (`rank::rank_near`)."""
+        score (`rank::rank`)."""
         d = self.data
         wl, ws = self.weights[d.query, 0], self.weights[d.query, 1] * semantic
         rrf = (np.where(d.lexical_rank >= 0, wl / (k + d.lexical_rank + 1), 0)

@@ -133,7 +133,7 @@ impl Fusion {
     /// Semantic mode's score of each of the vectors' candidates, its similarity over the
     /// best (never below 0), times the vectors' weight: what the ranking stage keeps a
     /// hybrid candidate's score at least at when no candidate's file or directory is named
-    /// by the query ([`super::rank::rank_near`]).
+    /// by the query ([`super::rank::rank`]).
     pub fn nearness(&self, semantic: &[(u64, f32)]) -> HashMap<u64, f32> {
         let best = semantic
             .iter()

@@ -299,7 +299,7 @@ impl Searcher<'_> {
             }));
         }
         // Each vector candidate's score in semantic mode, which the ranking stage keeps a
-        // candidate at when no file or directory is named by the query (`rank::rank_near`).
+        // candidate at when no file or directory is named by the query (`rank::rank`).
         // Not for a pasted issue, ordered by BM25 above.
         let near = (params.mode == SearchMode::Hybrid
             && profile.kind != rank::QueryKind::Issue
@@ -323,7 +323,7 @@ impl Searcher<'_> {
     /// and labelled ([`label`]); each file's symbols are read once for both. The chunks in
     /// `exact` (the only ones holding the query's words) come first, each group in the
     /// ranking stage's order; `near`: each vector candidate's score in semantic mode, the
-    /// least a candidate keeps when no file or directory is named ([`rank::rank_near`]).
+    /// least a candidate keeps when no file or directory is named ([`rank::rank`]).
     fn page(
         &self,
         profile: &rank::Profile,
@@ -338,7 +338,7 @@ impl Searcher<'_> {
             let mode = format!("{:?}", params.mode).to_lowercase();
             rank::trace::write(&serde_json::json!({ "mode": mode, "exact": exact }));
         }
-        let mut ranked = rank::rank_near(profile, hits, &view, near);
+        let mut ranked = rank::rank(profile, hits, &view, near);
         if let Some(exact) = exact {
             let (mut first, rest): (Vec<LexicalHit>, Vec<LexicalHit>) = ranked
                 .into_iter()

@@ -3,7 +3,7 @@
 //!
 //! Each candidate starts from its retrieval score, scaled so the best is 1 (in a hybrid
 //! search where no candidate's file or directory is named, at least its semantic mode
-//! score: [`rank_near`]), and is multiplied by evidence, one factor per rule, each named
+//! score: [`rank`]), and is multiplied by evidence, one factor per rule, each named
 //! after what it rewards:
 //! - *definitions*: the chunk defines a name the query asks for (the whole query as an
 //!   identifier, or a CamelCase / snake_case word inside a sentence);
@@ -135,7 +135,7 @@ pub struct Profile {
 /// as naming one.
 const MIN_NAMED_FILES: usize = 3;
 
-/// Why a hybrid candidate's score is its semantic one ([`rank_near`]).
+/// Why a hybrid candidate's score is its semantic one ([`rank`]).
 const NEAR_FLOOR_WHY: &str =
     "as near as the vectors put it (no file or directory named by the query)";
 
@@ -261,18 +261,14 @@ pub trait IndexView {
     fn has_file(&self, path: &str) -> bool;
 }
 
-/// Reorder `hits` (best first, scores from retrieval) for `profile`.
-pub fn rank(profile: &Profile, hits: Vec<LexicalHit>, view: &dyn IndexView) -> Vec<LexicalHit> {
-    rank_near(profile, hits, view, None)
-}
-
-/// [`rank`] a hybrid search's candidates, `near` holding each vector candidate's score in
-/// semantic mode ([`super::fusion::Fusion::nearness`]). When no candidate's file or
+/// Reorder `hits` (best first, scores from retrieval) for `profile`. For a hybrid search,
+/// `near` holds each vector candidate's score in semantic mode
+/// ([`super::fusion::Fusion::nearness`]). When no candidate's file or
 /// directory is named by the query, both legs judged the same thing, the chunks' text, and
 /// the vectors judge meaning better than shared words do: each candidate's score is then at
 /// least its score in semantic mode, so fusion never ranks a chunk the vectors find near
 /// below where semantic mode would. Where a name is read, the names decide and RRF stands.
-pub fn rank_near(
+pub fn rank(
     profile: &Profile,
     hits: Vec<LexicalHit>,
     view: &dyn IndexView,

@@ -61,7 +61,7 @@ impl IndexView for Project {
 }
 
 fn order_in(project: &Project, query: &str, hits: Vec<LexicalHit>) -> Vec<String> {
-    rank(&Profile::new(query), hits, project)
+    rank(&Profile::new(query), hits, project, None)
         .into_iter()
         .map(|h| h.path)
         .collect()
@@ -84,7 +84,7 @@ pub(super) fn hit(path: &str, score: f32) -> LexicalHit {
 }
 
 fn order(query: &str, hits: Vec<LexicalHit>, symbols: Symbols) -> Vec<String> {
-    rank(&Profile::new(query), hits, &symbols)
+    rank(&Profile::new(query), hits, &symbols, None)
         .into_iter()
         .map(|h| h.path)
         .collect()
@@ -490,12 +490,12 @@ fn an_identifier_defined_as_typed_comes_before_other_cases() {
         }
     }
     let hits = vec![hit("mix/tasks.ex", 1.0), hit("lib/web.ex", 0.9)];
-    let ranked: Vec<String> = rank(&Profile::new("Router"), hits.clone(), &Cased)
+    let ranked: Vec<String> = rank(&Profile::new("Router"), hits.clone(), &Cased, None)
         .into_iter()
         .map(|h| h.path)
         .collect();
     assert_eq!(ranked, ["lib/web.ex", "mix/tasks.ex"]);
-    let ranked: Vec<String> = rank(&Profile::new("router"), hits, &Cased)
+    let ranked: Vec<String> = rank(&Profile::new("router"), hits, &Cased, None)
         .into_iter()
         .map(|h| h.path)
         .collect();
@@ -516,7 +516,12 @@ fn a_module_file_beside_its_directory_answers_for_the_module() {
         hit("lib/rails/commands/console/console_command.rb", 0.95),
         hit("lib/rails/command.rb", 0.85),
     ];
-    let ranked = rank(&Profile::new("command dispatch"), hits.clone(), &project);
+    let ranked = rank(
+        &Profile::new("command dispatch"),
+        hits.clone(),
+        &project,
+        None,
+    );
     assert_eq!(ranked[0].path, "lib/rails/command.rb", "{ranked:?}");
     assert!(
         ranked[0].why.iter().any(|w| w.contains("module")),

@@ -1,8 +1,8 @@
-//! Unit tests of the floor a hybrid candidate keeps at its semantic score ([`rank_near`]).
+//! Unit tests of the floor a hybrid candidate keeps at its semantic score ([`rank`]).
 
 use std::collections::HashMap;
 
-use super::super::{Profile, rank_near};
+use super::super::{Profile, rank};
 use super::{Symbols, hit};
 
 /// Three candidates as fused (the client first by both legs; the backoff the vectors'
@@ -22,7 +22,7 @@ fn fused() -> (Vec<crate::index::lexical::LexicalHit>, HashMap<u64, f32>) {
 
 fn order(query: &str, near: Option<&HashMap<u64, f32>>) -> Vec<String> {
     let (hits, _) = fused();
-    let ranked = rank_near(&Profile::new(query), hits, &Symbols(vec![]), near);
+    let ranked = rank(&Profile::new(query), hits, &Symbols(vec![]), near);
     ranked.into_iter().map(|h| h.path).collect()
 }
 
@@ -40,7 +40,7 @@ fn where_no_file_is_named_a_candidate_keeps_its_semantic_score() {
         ["src/client.rs", "src/backoff.rs", "src/pool.rs"]
     );
     let (hits, _) = fused();
-    let ranked = rank_near(
+    let ranked = rank(
         &Profile::new("wait longer between failed attempts"),
         hits,
         &Symbols(vec![]),
