@@ -2,7 +2,8 @@
 //! the name, and source outranks tests and docs that repeat the query's words (also when a
 //! pasted issue quotes its failing test), and a rare word's only chunks come before what
 //! the vectors found by meaning alone, and a query naming the project's own language finds no
-//! file by that word; a pasted issue's links and HTML find none either.
+//! file by that word; a pasted issue's links and HTML find none either; a stop word
+//! called as a function (`xr.where(`) is searched for.
 
 use amanmcp_tests::{Shim, TestEnv, result_paths as paths};
 use serde_json::{Value, json};
@@ -458,4 +459,32 @@ fn where_no_path_is_named_hybrid_keeps_what_the_vectors_found_near() {
         json!({"query": "make a photo at a path smaller", "mode": "lexical"}),
     );
     assert_eq!(kept(&reply), 0, "{reply}");
+}
+
+/// A stop word the query calls (`xr.where(`) is the name it asks for; the same word in a
+/// sentence is no term.
+#[test]
+fn a_called_stop_word_is_searched_for() {
+    let env = TestEnv::new();
+    let computation = "def where(cond, left, right):\n    \"\"\"Choose elements from left or right.\"\"\"\n    return select(cond, left, right)\n";
+    let merge = "def merge_attrs(variable_attrs):\n    \"\"\"Merge the variable's attributes.\"\"\"\n    return dict(variable_attrs)\n";
+    let root = env.project(
+        "proj",
+        &[
+            ("core/computation.py", computation),
+            ("core/merge.py", merge),
+        ],
+    );
+    let mut shim = Shim::start(&env, &root);
+    shim.initialize();
+    shim.search_until("merge_attrs", "core/merge.py");
+    let called = "`xr.where(...)` loses the variable's attributes";
+    let reply = shim.call_tool("search", json!({"query": called, "mode": "lexical"}));
+    assert_eq!(paths(&reply)[0], "core/computation.py", "{reply}");
+    let asked = "where are the variable's attributes lost";
+    let reply = shim.call_tool("search", json!({"query": asked, "mode": "lexical"}));
+    assert!(
+        result_for(&reply, "core/computation.py").is_none(),
+        "{reply}"
+    );
 }

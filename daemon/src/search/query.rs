@@ -5,7 +5,7 @@
 //! (`ValueError`). Those words name the code; the prose mostly does not. Their terms are
 //! weighted [`CODE_WEIGHT`] times a prose word's, and kept first when a long query is cut.
 
-use crate::index::tokenizer;
+use crate::index::{lexical::is_stopword, tokenizer};
 
 /// Weight of a term that came from a code-like word.
 pub const CODE_WEIGHT: f32 = 2.5;
@@ -78,8 +78,17 @@ pub fn weighted_terms(text: &str) -> Vec<(String, f32)> {
             code_terms.extend(tokenizer::tokens(word));
         }
     }
+    // A stop word is no term (`where is the retry budget parsed`), but a code word's own
+    // name of two letters or more is one however common in English (`xr.where(`,
+    // `Query.from`).
+    let names: std::collections::HashSet<String> = code_words(text)
+        .iter()
+        .filter_map(|w| w.rsplit(['.', ':', '#']).find(|p| !p.is_empty()))
+        .filter(|n| n.len() > 1)
+        .map(str::to_lowercase)
+        .collect();
     let mut seen = std::collections::HashSet::new();
-    tokenizer::tokens(text)
+    let terms: Vec<(String, f32)> = tokenizer::tokens(text)
         .into_iter()
         .filter(|t| seen.insert(t.clone()))
         .map(|t| {
@@ -90,6 +99,13 @@ pub fn weighted_terms(text: &str) -> Vec<(String, f32)> {
             };
             (t, weight)
         })
+        .collect();
+    // A query of stop words alone keeps them.
+    if terms.iter().all(|(t, _)| is_stopword(t)) {
+        return terms;
+    }
+    (terms.into_iter())
+        .filter(|(t, _)| !is_stopword(t) || names.contains(t))
         .collect()
 }
 
@@ -380,7 +396,7 @@ mod tests {
             code("the parse_config helper"),
             ["parse_config", "parse", "config"]
         );
-        assert_eq!(code("use block_on( here"), ["block_on", "block", "on"]);
+        assert_eq!(code("use block_on( here"), ["block_on", "block"]);
         assert_eq!(
             code("HTTPServer and Runtime::block_on"),
             [
@@ -389,11 +405,30 @@ mod tests {
                 "server",
                 "runtime",
                 "block_on",
-                "block",
-                "on"
+                "block"
             ]
         );
         assert_eq!(code("render(x)"), ["render"]);
+    }
+
+    #[test]
+    fn a_stop_word_is_a_term_only_as_a_code_word_s_own_name() {
+        let terms =
+            |text| -> Vec<String> { weighted_terms(text).into_iter().map(|(t, _)| t).collect() };
+        assert_eq!(
+            terms("where is the retry budget parsed"),
+            ["retry", "budget", "parsed"]
+        );
+        // `xr.where(` is a call of `where`; `is_empty` is no call of `is`.
+        assert_eq!(
+            terms("xr.where(cond) keeps attrs"),
+            ["xr", "where", "cond", "keeps", "attrs"]
+        );
+        assert_eq!(terms("is_empty here"), ["is_empty", "empty", "here"]);
+        // A one-letter name is no name to search for (`mod.A`, `self.a`).
+        assert_eq!(terms("mod.A and self.a"), ["mod", "self"]);
+        // A query of stop words alone is still asked.
+        assert_eq!(terms("what is it"), ["what", "is", "it"]);
     }
 
     #[test]

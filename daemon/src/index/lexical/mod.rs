@@ -373,9 +373,6 @@ impl Lexical {
     pub fn search(&self, q: &LexicalQuery<'_>) -> Result<(Vec<LexicalHit>, usize), IndexError> {
         let f = &self.fields;
         let mut terms: Vec<(String, f32)> = q.terms.to_vec();
-        if terms.iter().any(|(t, _)| !is_stopword(t)) {
-            terms.retain(|(t, _)| !is_stopword(t));
-        }
         if q.more_like_this {
             let distinct = terms.into_iter().map(|(t, _)| t).collect();
             terms = self
