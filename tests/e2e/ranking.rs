@@ -3,7 +3,8 @@
 //! pasted issue quotes its failing test), and a rare word's only chunks come before what
 //! the vectors found by meaning alone, and a query naming the project's own language finds no
 //! file by that word; a pasted issue's links and HTML find none either; a stop word
-//! called as a function (`xr.where(`) is searched for.
+//! called as a function (`xr.where(`) is searched for, and a pasted issue's title searches
+//! the forms code uses (`mocked` -> `mock`).
 
 use amanmcp_tests::{Shim, TestEnv, result_paths as paths};
 use serde_json::{Value, json};
@@ -485,6 +486,33 @@ fn a_called_stop_word_is_searched_for() {
     let reply = shim.call_tool("search", json!({"query": asked, "mode": "lexical"}));
     assert!(
         result_for(&reply, "core/computation.py").is_none(),
+        "{reply}"
+    );
+}
+
+/// A pasted issue's title is its short question: its words search the forms code uses
+/// (`mocked` -> `mock`) as a short query's do, while the long body's do not.
+#[test]
+fn a_pasted_issue_s_title_finds_the_forms_code_uses() {
+    let env = TestEnv::new();
+    let mock = "def mock(modnames):\n    \"\"\"Insert fake modules while the block runs.\"\"\"\n    return Finder(modnames)\n";
+    let coverage = "def report(classes):\n    \"\"\"Report the classes left undocumented.\"\"\"\n    return [c for c in classes if not c.__doc__]\n";
+    let root = env.project(
+        "proj",
+        &[("ext/autodoc/mock.py", mock), ("ext/coverage.py", coverage)],
+    );
+    let mut shim = Shim::start(&env, &root);
+    shim.initialize();
+    shim.search_until("undocumented", "ext/coverage.py");
+    let issue = "Inherited classes are listed wrongly when mocked\n\n\
+        We document classes that inherit from classes of a package we do not install. \
+        Since version four the section that lists each base shows a truncated name, the \
+        module path without the class name, instead of the full name, although classes \
+        that inherit from our own package are listed right. The report is attached below \
+        and the build log shows no warning at all.";
+    let reply = shim.call_tool("search", json!({"query": issue, "mode": "lexical"}));
+    assert!(
+        result_for(&reply, "ext/autodoc/mock.py").is_some(),
         "{reply}"
     );
 }

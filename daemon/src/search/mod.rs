@@ -190,9 +190,17 @@ impl Searcher<'_> {
         if profile.kind == rank::QueryKind::Issue {
             query::weight_title(&mut terms, &text);
         }
-        // Prose says `threads`, `scheduled`; code says `thread`, `scheduler`.
+        // Prose says `threads`, `scheduled`; code says `thread`, `scheduler`. Of a long
+        // query, only a pasted issue's title, its short question, gets the forms.
+        let exists = |form: &str| self.index.lexical.doc_share(form) > 0.0;
         if terms.len() <= fusion::LONG_QUERY_TERMS {
-            query::add_variants(&mut terms, |form| self.index.lexical.doc_share(form) > 0.0);
+            query::add_variants(&mut terms, |_| true, exists);
+        } else if profile.kind == rank::QueryKind::Issue {
+            let title: std::collections::HashSet<String> =
+                crate::index::tokenizer::tokens(query::title(&text))
+                    .into_iter()
+                    .collect();
+            query::add_variants(&mut terms, |term| title.contains(term), exists);
         }
         let lexical_query = |offset, limit| LexicalQuery {
             text: &text,

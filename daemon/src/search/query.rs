@@ -300,11 +300,15 @@ pub fn variants(word: &str) -> Vec<String> {
 /// Weight of a variant relative to the word it comes from.
 pub const VARIANT_WEIGHT: f32 = 0.8;
 
-/// Add to `terms` the [`variants`] of each term that the index holds (`exists`), weighted
-/// [`VARIANT_WEIGHT`] times their word's.
-pub fn add_variants(terms: &mut Vec<(String, f32)>, exists: impl Fn(&str) -> bool) {
+/// Add to `terms` the [`variants`] of each term `of` picks that the index holds (`exists`),
+/// weighted [`VARIANT_WEIGHT`] times their word's.
+pub fn add_variants(
+    terms: &mut Vec<(String, f32)>,
+    of: impl Fn(&str) -> bool,
+    exists: impl Fn(&str) -> bool,
+) {
     let mut extra: Vec<(String, f32)> = Vec::new();
-    for (term, weight) in terms.iter() {
+    for (term, weight) in terms.iter().filter(|(t, _)| of(t)) {
         for form in variants(term) {
             let known = terms.iter().chain(extra.iter()).any(|(t, _)| *t == form);
             if !known && exists(&form) {
@@ -484,11 +488,21 @@ mod tests {
         assert!(v("optional").iter().all(|f| f != "opts"));
 
         let mut terms = vec![("threads".to_string(), 1.0), ("thread".to_string(), 1.0)];
-        add_variants(&mut terms, |form| form == "thread" || form == "threader");
+        add_variants(
+            &mut terms,
+            |_| true,
+            |form| form == "thread" || form == "threader",
+        );
         // `thread` was there already; only forms the index holds are added.
         assert_eq!(terms.len(), 3);
         assert_eq!(terms[2].0, "threader");
         assert!((terms[2].1 - VARIANT_WEIGHT).abs() < 1e-6);
+        // Only the terms picked (a pasted issue's title's) get forms.
+        let mut terms = vec![("mocked".to_string(), 3.0), ("scheduled".to_string(), 1.0)];
+        add_variants(&mut terms, |t| t == "mocked", |_| true);
+        let added: Vec<&str> = terms[2..].iter().map(|(t, _)| t.as_str()).collect();
+        assert!(added.contains(&"mock"), "{added:?}");
+        assert!(!added.contains(&"schedule"), "{added:?}");
     }
 
     #[test]
