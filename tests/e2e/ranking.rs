@@ -80,6 +80,20 @@ fn ranked_shim(env: &TestEnv, vars: &[(&str, &std::ffi::OsStr)]) -> Shim {
     shim
 }
 
+/// A shim on a new project of `files`, once a search for `word` finds `path`.
+fn shim_on<P: AsRef<str>, C: AsRef<[u8]>>(
+    env: &TestEnv,
+    files: &[(P, C)],
+    word: &str,
+    path: &str,
+) -> Shim {
+    let root = env.project("proj", files);
+    let mut shim = Shim::start(env, &root);
+    shim.initialize();
+    shim.search_until(word, path);
+    shim
+}
+
 /// The structured result for `path` in a search reply, if listed.
 fn result_for<'a>(reply: &'a Value, path: &str) -> Option<&'a Value> {
     reply["result"]["structuredContent"]["results"]
@@ -170,10 +184,7 @@ fn prose_finds_the_forms_code_uses() {
         ),
         ("src/config.rs".to_string(), CONFIG_RS.to_string()),
     ];
-    let root = env.project("proj", &files);
-    let mut shim = Shim::start(&env, &root);
-    shim.initialize();
-    shim.search_until("schedule", "src/runtime/scheduler.rs");
+    let mut shim = shim_on(&env, &files, "schedule", "src/runtime/scheduler.rs");
     // None of `tasks`, `scheduled`, `threads` is in the code; `task`, `schedule` and
     // `thread` are.
     let reply = shim.call_tool(
@@ -230,18 +241,17 @@ fn a_pasted_issue_s_links_and_html_find_no_file() {
         "def write_png(width, alt):\n    \"\"\"PNG encoder.\"\"\"\n    return encode(width, alt)\n";
     let zarr_py =
         "def open_zarr(store):\n    \"\"\"Open a zarr store.\"\"\"\n    return read(store)\n";
-    let root = env.project(
-        "proj",
+    let mut shim = shim_on(
+        &env,
         &[
             ("src/sync/broadcast.rs", BROADCAST_RS),
             ("tests/broadcast_test.rs", BROADCAST_TEST_RS),
             ("util/png.py", png_py),
             ("backends/zarr.py", zarr_py),
         ],
+        "write_png",
+        "util/png.py",
     );
-    let mut shim = Shim::start(&env, &root);
-    shim.initialize();
-    shim.search_until("write_png", "util/png.py");
     let screenshot = "Result:\n<img width=\"148\" alt=\"Screenshot\" \
         src=\"https://user-images.githubusercontent.com/748828/83331159-4eab.png\">\n\
         ![trace](https://example.com/shots/trace.png)\n";
@@ -286,10 +296,7 @@ fn a_module_file_answers_before_the_files_it_gathers() {
         "lib/rails/command/base.rb".into(),
         "module Rails\n  module Command\n    class Base\n      def self.perform(args)\n      end\n    end\n  end\nend\n".into(),
     ));
-    let root = env.project("proj", &files);
-    let mut shim = Shim::start(&env, &root);
-    shim.initialize();
-    shim.search_until("invoke", "lib/rails/command.rb");
+    let mut shim = shim_on(&env, &files, "invoke", "lib/rails/command.rb");
     let reply = shim.call_tool(
         "search",
         json!({"query": "command dispatch", "mode": "lexical"}),
@@ -320,10 +327,7 @@ fn a_rare_word_finds_its_only_chunk_before_what_meaning_alone_found() {
         "web/index.ts",
         "export * from \"./client\";\nexport * from \"./server\";\n// zorblattquux\n",
     ));
-    let root = env.project("proj", &files);
-    let mut shim = Shim::start(&env, &root);
-    shim.initialize();
-    shim.search_until("zorblattquux", "web/index.ts");
+    let mut shim = shim_on(&env, &files, "zorblattquux", "web/index.ts");
     env.wait_ready();
     let reply = shim.call_tool("search", json!({"query": "zorblattquux", "limit": 10}));
     let hybrid = reply["result"]["structuredContent"].clone();
@@ -429,10 +433,7 @@ fn where_no_path_is_named_hybrid_keeps_what_the_vectors_found_near() {
         ("lib/f3.py", dates),
         ("lib/f4.py", rotate),
     ];
-    let root = env.project("proj", &files);
-    let mut shim = Shim::start(&env, &root);
-    shim.initialize();
-    shim.search_until("shrink_picture", "media/images.py");
+    let mut shim = shim_on(&env, &files, "shrink_picture", "media/images.py");
     env.wait_ready();
     let kept = |reply: &Value| {
         reply["result"]["structuredContent"]["results"]
@@ -469,16 +470,15 @@ fn a_called_stop_word_is_searched_for() {
     let env = TestEnv::new();
     let computation = "def where(cond, left, right):\n    \"\"\"Choose elements from left or right.\"\"\"\n    return select(cond, left, right)\n";
     let merge = "def merge_attrs(variable_attrs):\n    \"\"\"Merge the variable's attributes.\"\"\"\n    return dict(variable_attrs)\n";
-    let root = env.project(
-        "proj",
+    let mut shim = shim_on(
+        &env,
         &[
             ("core/computation.py", computation),
             ("core/merge.py", merge),
         ],
+        "merge_attrs",
+        "core/merge.py",
     );
-    let mut shim = Shim::start(&env, &root);
-    shim.initialize();
-    shim.search_until("merge_attrs", "core/merge.py");
     let called = "`xr.where(...)` loses the variable's attributes";
     let reply = shim.call_tool("search", json!({"query": called, "mode": "lexical"}));
     assert_eq!(paths(&reply)[0], "core/computation.py", "{reply}");
@@ -497,13 +497,12 @@ fn a_pasted_issue_s_title_finds_the_forms_code_uses() {
     let env = TestEnv::new();
     let mock = "def mock(modnames):\n    \"\"\"Insert fake modules while the block runs.\"\"\"\n    return Finder(modnames)\n";
     let coverage = "def report(classes):\n    \"\"\"Report the classes left undocumented.\"\"\"\n    return [c for c in classes if not c.__doc__]\n";
-    let root = env.project(
-        "proj",
+    let mut shim = shim_on(
+        &env,
         &[("ext/autodoc/mock.py", mock), ("ext/coverage.py", coverage)],
+        "undocumented",
+        "ext/coverage.py",
     );
-    let mut shim = Shim::start(&env, &root);
-    shim.initialize();
-    shim.search_until("undocumented", "ext/coverage.py");
     let issue = "Inherited classes are listed wrongly when mocked\n\n\
         We document classes that inherit from classes of a package we do not install. \
         Since version four the section that lists each base shows a truncated name, the \
