@@ -425,7 +425,7 @@ impl Resolver<'_> {
             None => None,
             Some(("self", _)) => self.enclosing_class(path, line)?.map(|c| c.name),
             Some((ty, "::")) if ty.chars().next().is_some_and(char::is_uppercase) => {
-                Some(ty.rsplit("::").next().unwrap_or(ty).to_string())
+                Some(ty.rsplit("::").next().unwrap_or(ty).to_string()).filter(|t| !t.is_empty())
             }
             Some((value, _)) => match self.declared_type_at(path, line, value, depth + 1)? {
                 Some(ty) => Some(ty),
@@ -506,13 +506,20 @@ impl Resolver<'_> {
     }
 }
 
-/// `receiver` without its type arguments: `Foo::<T>` and `Foo<T>` -> `Foo`.
+/// `receiver` without its type arguments: `Foo::<T>` and `Foo<T>` -> `Foo`,
+/// `Vec::<u8>::new()` -> `Vec::new()`.
 fn without_type_arguments(receiver: &str) -> String {
     let mut out = String::with_capacity(receiver.len());
     let mut depth = 0usize;
     for c in receiver.chars() {
         match c {
-            '<' => depth += 1,
+            '<' => {
+                // A turbofish's `::` goes with its arguments.
+                if depth == 0 && out.ends_with("::") {
+                    out.truncate(out.len() - 2);
+                }
+                depth += 1;
+            }
             '>' if depth > 0 => depth -= 1,
             _ if depth == 0 => out.push(c),
             _ => {}

@@ -74,6 +74,10 @@ pub(super) fn module_of(def: &Def) -> Option<&str> {
 /// `where`, as bare trait names (`A`, `B`); lifetimes and `?Sized` dropped.
 pub(super) fn bounds_in(signature: &str, ty: &str) -> Vec<String> {
     let mut out = Vec::new();
+    // No name, no bounds (and `find("")` would match in place forever).
+    if ty.is_empty() {
+        return out;
+    }
     let mut rest = signature;
     while let Some(at) = rest.find(ty) {
         let before = rest[..at].trim_end();

@@ -13,6 +13,7 @@ mod loops;
 mod memo;
 mod nested;
 mod python;
+mod rust;
 mod typescript;
 mod wide;
 mod worktree;
@@ -413,6 +414,7 @@ fn bounds_are_read_from_signatures() {
     assert_eq!(bounds_in(sig, "V"), ["Visitor"]);
     assert_eq!(bounds_in(sig, "W"), ["Sink", "Clone"]);
     assert!(bounds_in(sig, "X").is_empty());
+    assert!(bounds_in(sig, "").is_empty());
 }
 
 #[test]
