@@ -506,8 +506,7 @@ impl Resolver<'_> {
     }
 }
 
-/// `receiver` without its type arguments: `Foo::<T>` and `Foo<T>` -> `Foo`,
-/// `Vec::<u8>::new()` -> `Vec::new()`.
+/// `receiver` without its type arguments: `Foo::<T>`, `Foo<T>` -> `Foo`; `Vec::<u8>::new()` too.
 fn without_type_arguments(receiver: &str) -> String {
     let mut out = String::with_capacity(receiver.len());
     let mut depth = 0usize;
