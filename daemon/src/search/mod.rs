@@ -187,19 +187,18 @@ impl Searcher<'_> {
             self.index.lexical.language_share(language)
         });
         terms.retain(|(term, _)| !own_language.contains(term));
-        if profile.kind == rank::QueryKind::Issue {
-            query::weight_title(&mut terms, &text);
+        // A pasted issue's title terms weigh more, and get the forms code uses below.
+        let title_terms =
+            (profile.kind == rank::QueryKind::Issue).then(|| query::title_terms(&text));
+        if let Some(title) = &title_terms {
+            query::weight_title(&mut terms, title);
         }
         // Prose says `threads`, `scheduled`; code says `thread`, `scheduler`. Of a long
         // query, only a pasted issue's title, its short question, gets the forms.
         let exists = |form: &str| self.index.lexical.doc_share(form) > 0.0;
         if terms.len() <= fusion::LONG_QUERY_TERMS {
             query::add_variants(&mut terms, |_| true, exists);
-        } else if profile.kind == rank::QueryKind::Issue {
-            let title: std::collections::HashSet<String> =
-                crate::index::tokenizer::tokens(query::title(&text))
-                    .into_iter()
-                    .collect();
+        } else if let Some(title) = &title_terms {
             query::add_variants(&mut terms, |term| title.contains(term), exists);
         }
         let lexical_query = |offset, limit| LexicalQuery {

@@ -68,6 +68,15 @@ pub fn code_words(text: &str) -> Vec<String> {
     out
 }
 
+/// A code word's own name: the last part of a qualified one (`xr.where(` -> `where`,
+/// `Runtime::block_on` -> `block_on`, `Foo#bar` -> `bar`).
+pub fn own_name(word: &str) -> &str {
+    word.trim_end_matches("()")
+        .rsplit(['.', ':', '#'])
+        .find(|p| !p.is_empty())
+        .unwrap_or(word)
+}
+
 /// The query's distinct terms (lowercase tokens, as indexed), each with its weight, in order
 /// of first appearance; code-derived terms carry [`CODE_WEIGHT`].
 pub fn weighted_terms(text: &str) -> Vec<(String, f32)> {
@@ -83,7 +92,7 @@ pub fn weighted_terms(text: &str) -> Vec<(String, f32)> {
     // `Query.from`).
     let names: std::collections::HashSet<String> = code_words(text)
         .iter()
-        .filter_map(|w| w.rsplit(['.', ':', '#']).find(|p| !p.is_empty()))
+        .map(|w| own_name(w))
         .filter(|n| n.len() > 1)
         .map(str::to_lowercase)
         .collect();
@@ -179,12 +188,14 @@ pub fn without_words(text: &str, words: &[String]) -> String {
 /// Weight of a pasted issue's title terms relative to its body's.
 pub const TITLE_WEIGHT: f32 = 3.0;
 
-/// Scale by [`TITLE_WEIGHT`] the terms of `text`'s first non-blank line (a pasted issue's
-/// title: its one-line summary, while the body adds logs, versions and reproduction steps).
-pub fn weight_title(terms: &mut [(String, f32)], text: &str) {
-    let title = title(text);
-    let title_terms: std::collections::HashSet<String> =
-        tokenizer::tokens(title).into_iter().collect();
+/// The terms of `text`'s first non-blank line ([`title`]).
+pub fn title_terms(text: &str) -> std::collections::HashSet<String> {
+    tokenizer::tokens(title(text)).into_iter().collect()
+}
+
+/// Scale by [`TITLE_WEIGHT`] the terms among `title_terms` (a pasted issue's title's: its
+/// one-line summary, while the body adds logs, versions and reproduction steps).
+pub fn weight_title(terms: &mut [(String, f32)], title_terms: &std::collections::HashSet<String>) {
     for (term, weight) in terms.iter_mut() {
         if title_terms.contains(term.as_str()) {
             *weight *= TITLE_WEIGHT;
@@ -460,7 +471,7 @@ mod tests {
     fn a_pasted_issue_s_title_terms_weigh_more() {
         let text = "\n  Linkcheck reports anchors\nThe server said 404 for the anchor.\n";
         let mut terms = weighted_terms(text);
-        weight_title(&mut terms, text);
+        weight_title(&mut terms, &title_terms(text));
         let weight = |t: &str| terms.iter().find(|(x, _)| x == t).map(|(_, w)| *w);
         assert_eq!(weight("linkcheck"), Some(TITLE_WEIGHT));
         assert_eq!(weight("anchors"), Some(TITLE_WEIGHT));

@@ -188,17 +188,12 @@ impl Profile {
         } else {
             QueryKind::Prose
         };
-        let bare = |word: &str| -> String {
-            word.trim_end_matches("()")
-                .rsplit(['.', ':', '#'])
-                .find(|p| !p.is_empty())
-                .unwrap_or(word)
-                .to_string()
-        };
         let mut originals: Vec<String> = if single {
-            vec![bare(trimmed)]
+            vec![query::own_name(trimmed).to_string()]
         } else {
-            query::code_words(trimmed).iter().map(|w| bare(w)).collect()
+            (query::code_words(trimmed).iter())
+                .map(|w| query::own_name(w).to_string())
+                .collect()
         };
         originals.retain(|n| n.len() > 1);
         originals.dedup();
